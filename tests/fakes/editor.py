@@ -21,6 +21,7 @@ import anyio
 from acp_nvim.client.editor import BufferState, Editor, EditorError, Event, LspRequest, RenderOp
 
 if TYPE_CHECKING:
+    from acp_nvim.client.services.terminals import Terminals
     from acp_nvim.review import LineEdit
 
 
@@ -58,6 +59,7 @@ class RecordingEditor:
         # window open); asked meanwhile, by key.
         self.terminals_after: anyio.Event | None = None
         self.terminals_refused: list[str] = []
+        self._opened: anyio.Event | None = None  # set by the next open_terminal
         # What the MCP tools read: set by the tests.
         self.selected: dict[str, Any] | None = None
         self.diagnostic_list: list[dict[str, Any]] = []
@@ -246,7 +248,21 @@ class RecordingEditor:
             "data": "",
             "stopped": False,
         }
+        if self._opened is not None:
+            self._opened.set()
+            self._opened = None
         return 10_000 + len(self.terminals)
+
+    async def finish_commands(self, terminals: Terminals, output: bytes) -> None:
+        """Until cancelled, each command the tools start prints ``output`` and exits
+        0 as soon as its terminal is open, as a fast one would in Neovim."""
+        done: set[str] = set()
+        while True:
+            for key in self.terminals.keys() - done:
+                done.add(key)
+                terminals.feed(key, output, 0)
+            self._opened = self._opened or anyio.Event()
+            await self._opened.wait()
 
     async def terminal_allowed(self) -> None:
         if self.terminals_after is not None:

@@ -101,6 +101,13 @@ class Editor:
             pass  # the channel closes under the request
         self.nvim.close()
 
+    def __enter__(self) -> Editor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Quit on leaving a ``with`` block, however it is left."""
+        self.quit()
+
     def lua(self, code: str, *args: Any) -> Any:
         return self.nvim.exec_lua(code, *args)
 

@@ -573,7 +573,7 @@ def test_a_reopened_worktree_chat_brings_in_a_binary_change_of_a_file_over_2_mib
     bytes are not kept (a reject cannot put them back), yet accepting it is what it
     was: your file still holds what it did when the chat reopened (its digest was
     kept), so the worktree's bytes come in; and refused, said, once you change it."""
-    from tests.nvim.test_workspaces import STUB_SELECT, close_chat, git, repository, review, send
+    from tests.nvim.test_workspaces import STUB_SELECT, close_chat, git, repository, send
 
     project = repository(editor)
     big, other = project / "big.bin", project / "other.bin"
@@ -591,7 +591,17 @@ def test_a_reopened_worktree_chat_brings_in_a_binary_change_of_a_file_over_2_mib
     editor.lua(STUB_SELECT, 2)  # keep the worktree
     close_chat(editor, listed["id"])
 
-    chat = editor.reopen_last()
+    accept_brings_in_big_but_not_other_you_changed(editor, editor.reopen_last(), big, other)
+
+
+def accept_brings_in_big_but_not_other_you_changed(
+    editor: Editor, chat: int, big: Path, other: Path
+) -> None:
+    """Chat ``chat`` wrote big.bin and other.bin, both over 2 MiB (their bytes before
+    not kept): you change other.bin, and the accept brings in big.bin, not other.bin,
+    and says why."""
+    from tests.nvim.test_workspaces import review
+
     waited = {Path(f["path"]).name: f["binary"] for f in review(editor, chat)}
     assert [waited[name]["restorable"] for name in ("big.bin", "other.bin")] == [False, False]
     other.write_bytes(b"\x00yours")
@@ -702,7 +712,7 @@ def test_a_worktree_chat_brings_in_a_binary_change_of_a_file_over_2_mib_you_had_
     file since: you could not take the agent's change. Its digest was kept when it
     was copied, so the accept brings the bytes in while your file is what it was,
     and is refused, said, once you change it."""
-    from tests.nvim.test_workspaces import git, repository, review, send
+    from tests.nvim.test_workspaces import git, repository, send
 
     project = repository(editor)
     big, other = project / "big.bin", project / "other.bin"
@@ -718,18 +728,7 @@ def test_a_worktree_chat_brings_in_a_binary_change_of_a_file_over_2_mib_you_had_
     [listed] = editor.lua("return require('acp').chats()")
     for name in ("big.bin", "other.bin"):
         send(editor, listed["id"], f"bytes {name} 00{name.encode().hex()}")
-    waited = {Path(f["path"]).name: f["binary"] for f in review(editor, listed["id"])}
-    assert [waited[name]["restorable"] for name in ("big.bin", "other.bin")] == [False, False]
-    other.write_bytes(b"\x00yours")
-    editor.lua("require('acp').accept()")
-    told = "not brought in: other.bin has no text"
-    editor.wait(
-        f"vim.iter(_G.acp_notices or {{}}):any(function(n) return n.msg:find({told!r}, 1, true) end)",
-        what="told",
-    )
-    editor.wait("require('acp').chats()[1].waiting == 1", what="one brought in")
-    assert big.read_bytes() == b"\x00big.bin"
-    assert other.read_bytes() == b"\x00yours"
+    accept_brings_in_big_but_not_other_you_changed(editor, listed["id"], big, other)
 
 
 @pytest.mark.parametrize("how", ["reject", "restore"])

@@ -64,15 +64,12 @@ def test_the_next_neovim_spawns_the_launch_the_first_kept(editor: Editor) -> Non
     kept = json.loads(cache.read_text())
     cwd = editor.lua("return vim.fn.getcwd()")
     assert list(kept.values()) == [{"cmd": options["agents"]["echo"]["cmd"], "cwd": cwd}]
-    other = second_neovim(editor)
-    try:
+    with second_neovim(editor) as other:
         other.setup(**options)
         other.open_chat()
         other.lua("require('acp').send('hello')")
         other.wait_event("AcpTurnEnd")
         assert "echo: hello" in other.transcript_text()
-    finally:
-        other.quit()
     assert json.loads(cache.read_text()) == kept  # found, not resolved into another entry
 
 

@@ -160,8 +160,7 @@ def test_a_chat_without_load_goes_on_in_a_seeded_session(editor: Editor, version
     [entry] = kept(editor, "zebra")
     editor.quit()
 
-    other = second_neovim(editor)
-    try:
+    with second_neovim(editor) as other:
         other.setup(agents=agents(editor), default_agent="plain", protocol_version=version)
         other.lua("require('acp').open({history = ...})", entry["id"])
         other.wait("require('acp').status().state == 'ready'")
@@ -179,32 +178,26 @@ def test_a_chat_without_load_goes_on_in_a_seeded_session(editor: Editor, version
         # Only the first prompt carries it.
         send(other, "then", 2)
         assert json.loads(other.transcript()[-3]) == [{"type": "text", "text": "then"}]
-    finally:
-        other.quit()
 
 
 def test_a_prompt_sent_as_a_stored_chat_opens_goes_once_it_is_shown(editor: Editor) -> None:
     entry = a_kept_chat(editor)
     editor.quit()
 
-    other = second_neovim(editor)
-    try:
+    with second_neovim(editor) as other:
         other.setup(agents=agents(editor), default_agent="kept")
         other.lua("require('acp').open({history = ...}); require('acp').send('calls')", entry["id"])
         other.wait_event("AcpTurnEnd")
         text = other.transcript_text()
         assert text.index("echo: hello zebra") < text.index('[["session/load"')
         assert other.lua("return require('acp').status().queued") == 0
-    finally:
-        other.quit()
 
 
 def test_a_reopened_chat_handed_over_to_another_agent(editor: Editor) -> None:
     entry = a_kept_chat(editor)
     editor.quit()
 
-    other = second_neovim(editor)
-    try:
+    with second_neovim(editor) as other:
         other.setup(agents=agents(editor), default_agent="kept")
         other.lua("require('acp').open({history = ...})", entry["id"])
         other.wait("require('acp').status().state == 'ready'")
@@ -219,8 +212,6 @@ def test_a_reopened_chat_handed_over_to_another_agent(editor: Editor) -> None:
         assert blocks[1] == {"type": "text", "text": "go on"}
         # Both are kept: the stored chat, and the new one that continues it.
         assert {f["agent"] for f in kept(other, "zebra", 2)} == {"kept", "plain"}
-    finally:
-        other.quit()
 
 
 def test_a_chat_handed_over_to_another_agent(editor: Editor) -> None:
@@ -636,13 +627,20 @@ def test_a_hand_over_whose_chat_closes_while_its_agent_starts_still_says_whose(
     """The chat handed over can close while the new agent starts: the lines naming
     it came from its stored record, gone by then (a KeyError, and no chat)."""
     demo = {"cmd": [sys.executable, "-m", "acp_nvim.demo_agent"]}
-    late = f"sleep 1; exec {sys.executable} -m acp_nvim.demo_agent"
+    gate = editor.tmp / "gate"
+    os.mkfifo(gate)
+    late = f"read go < {gate}; exec {sys.executable} -m acp_nvim.demo_agent"
     editor.setup(agents={"demo": demo, "late": {"cmd": ["sh", "-c", late]}}, default_agent="demo")
     first = editor.open_chat()
     send(editor, "tell me about whales", 1)
     editor.nvim.command("AcpHandoff late")
     editor.lua("require('acp.chat').close(require('acp.chat.registry').chats[...], true)", first["chat"])
-    editor.wait_event("AcpSessionReady", count=2)
+    opened = os.open(gate, os.O_RDWR)  # unlike a writer's open, never waits for the reader
+    try:
+        os.write(opened, b"go\n")  # the late agent starts now, its chat handed over closed
+        editor.wait_event("AcpSessionReady", count=2)
+    finally:
+        os.close(opened)
     editor.wait("require('acp').status().state == 'ready'")
     text = editor.transcript_text()
     # "(begun ...)" too when the close came after the record was read.
@@ -764,12 +762,11 @@ def read_only_neovim(editor: Editor) -> Iterator[Editor]:
     store.chmod(0o444)
     store.parent.chmod(0o555)
     wrapper = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"]
-    other = second_neovim(editor, wrapper if os.geteuid() == 0 else None)
     try:
-        other.setup(agents=agents(editor), default_agent="kept")
-        yield other
+        with second_neovim(editor, wrapper if os.geteuid() == 0 else None) as other:
+            other.setup(agents=agents(editor), default_agent="kept")
+            yield other
     finally:
-        other.quit()
         store.parent.chmod(0o755)
         store.chmod(0o644)
 
@@ -871,8 +868,7 @@ def test_a_killed_neovim_and_host_lose_nothing_written(editor: Editor) -> None:
     store = editor.tmp / "xdg-state" / "nvim" / "acp" / "history.sqlite3"
     assert Path(f"{store}-wal").exists()  # closed by nobody
 
-    other = second_neovim(editor)
-    try:
+    with second_neovim(editor) as other:
         other.setup(agents=agents(editor), default_agent="kept")
         [found] = other.lua(HISTORY, {"query": "giraffe"})
         assert (found["id"], found["turns"]) == (entry["id"], 2)
@@ -880,13 +876,10 @@ def test_a_killed_neovim_and_host_lose_nothing_written(editor: Editor) -> None:
         other.wait("require('acp').status().state == 'ready'")
         text = other.transcript_text()
         assert "echo: hello zebra" in text and "echo: then giraffe" in text
-    finally:
-        other.quit()
 
 
 def test_two_neovims_writing_at_once_keep_both_chats(editor: Editor) -> None:
-    other = second_neovim(editor)
-    try:
+    with second_neovim(editor) as other:
         for nvim in (editor, other):
             nvim.setup(agents=agents(editor), default_agent="kept")
             nvim.open_chat()
@@ -906,8 +899,6 @@ def test_two_neovims_writing_at_once_keep_both_chats(editor: Editor) -> None:
         assert sorted(f["turns"] for f in found) == [5, 5]
         for word in ("first5", "second5", "first1", "second1"):
             assert len(editor.lua(HISTORY, {"query": word})) == 1, word
-    finally:
-        other.quit()
 
 
 def test_the_picker_opens_a_stored_chat(editor: Editor) -> None:
@@ -1001,8 +992,7 @@ def test_a_chat_has_one_name_open_and_stored(editor: Editor) -> None:
     entry = editor.lua(HISTORY)[0]
     editor.quit()
 
-    other = second_neovim(editor)
-    try:
+    with second_neovim(editor) as other:
         other.setup(agents=agents(editor), default_agent="kept")
         other.lua("require('acp').open({history = ...})", entry["id"])
         other.wait("require('acp').status().state == 'ready'")
@@ -1011,8 +1001,6 @@ def test_a_chat_has_one_name_open_and_stored(editor: Editor) -> None:
         other.lua(renamed, "AcpChats", "")
         assert other.lua(f"return {named}") == "hello zebra"
         other.wait("require('acp').history()[1].title == 'hello zebra'", what="the name gone")
-    finally:
-        other.quit()
 
 
 def test_a_title_or_name_with_a_line_break_shows_on_one_line(editor: Editor) -> None:
@@ -1281,13 +1269,10 @@ def test_a_chat_deleted_in_another_neovim_while_shown_here_says_it_goes_on_unkep
     """Its turns stopped being kept without a word, and `status().history` went on
     naming the deleted chat."""
     entry = a_kept_chat(editor)
-    other = second_neovim(editor)
-    try:
+    with second_neovim(editor) as other:
         other.setup(agents=agents(editor), default_agent="kept")
         other.lua("require('acp').forget(...)", entry["id"])
         other.wait("#require('acp').history() == 0")
-    finally:
-        other.quit()
     send(editor, "hello again okapi", 2)
     editor.wait("require('acp').status().history == nil", what="the stored chat's number let go")
     gone = f"history: stored chat {entry['id']} was deleted in another Neovim; chat #1 goes on"
@@ -1359,8 +1344,7 @@ def test_an_old_chat_is_forgotten_before_it_is_listed_never_under_its_reopening(
     store = editor.tmp / "xdg-state" / "nvim" / "acp" / "history.sqlite3"
     with sqlite3.connect(store) as db:
         db.execute("UPDATE chats SET updated_at = ? WHERE id = ?", (time.time() - 40 * 86400, old["id"]))
-    other = second_neovim(editor)
-    try:
+    with second_neovim(editor) as other:
         other.setup(agents=agents(editor), default_agent="kept", history={"max_age_days": 30})
         # Reopened (by its number, as a picker opened before would): refused.
         other.lua("require('acp').open({history = ...})", old["id"])
@@ -1374,8 +1358,6 @@ def test_an_old_chat_is_forgotten_before_it_is_listed_never_under_its_reopening(
         send(other, "more giraffe", 1)
         assert [f["id"] for f in kept(other, "giraffe")] == [recent["id"]]
         assert not said(other, "deleted")
-    finally:
-        other.quit()
 
 
 def test_history_off_keeps_nothing(editor: Editor) -> None:
@@ -1515,8 +1497,7 @@ def test_a_reopened_chat_shows_what_its_review_held_per_turn(editor: Editor) -> 
     assert changed == ["**1 file changed:** `f.txt`", "**1 file changed:** `g.txt`"]
     editor.quit()
 
-    other = second_neovim(editor)
-    try:
+    with second_neovim(editor) as other:
         other.setup(agents=workspace, default_agent="ws")
         other.lua("require('acp').open({history = ...})", entry["id"])
         other.wait("require('acp').status().state == 'ready'")
@@ -1537,8 +1518,6 @@ def test_a_reopened_chat_shows_what_its_review_held_per_turn(editor: Editor) -> 
         markdown = other.lua("return require('acp.chat.history').export(nil, {history = ...})", entry["id"])
         exported = "\n".join(other.nvim.buffers[markdown][:])
         assert turn_one in exported and turn_two in exported
-    finally:
-        other.quit()
 
 
 def test_a_rewound_chat_is_reopened_on_the_branch_it_showed(editor: Editor) -> None:
@@ -1858,8 +1837,7 @@ def test_a_stored_chat_continued_in_two_neovims_keeps_both_conversations(
     turns stay whole, neither written over the other's (the later one's are kept as
     a chat of their own, which says so)."""
     entry = a_kept_chat(editor)
-    other = second_neovim(editor)
-    try:
+    with second_neovim(editor) as other:
         other.setup(agents=agents(editor), default_agent="kept")
         other.lua("require('acp').open({history = ...})", entry["id"])
         other.wait("require('acp').status().state == 'ready'")
@@ -1884,8 +1862,6 @@ def test_a_stored_chat_continued_in_two_neovims_keeps_both_conversations(
         # The chat whose turns went elsewhere says so.
         assert any("another Neovim" in n["msg"] for n in editor.lua("return _G.acp_notices")
                    + other.lua("return _G.acp_notices"))
-    finally:
-        other.quit()
 
 
 def test_a_reopened_chat_whose_directory_is_gone_says_where_it_goes_on(editor: Editor) -> None:

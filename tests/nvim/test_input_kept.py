@@ -110,8 +110,7 @@ def test_what_is_typed_outlives_a_signal_that_ends_neovim(
     assert wait_gone([editor.pid, *pids]) == []
     editor.quit()
 
-    other = second_neovim(editor)
-    try:
+    with second_neovim(editor) as other:
         other.setup(agents={"hold": other.fake_agent("hold")}, default_agent="hold")
         other.open_chat()
         assert other.lua("return _G.acp_notices")[-1]["msg"] == (
@@ -122,8 +121,6 @@ def test_what_is_typed_outlives_a_signal_that_ends_neovim(
         wait_input(other, ["two lines", "typed during a turn"])
         other.nvim.input("<Up>")
         wait_input(other, ["hold"])
-    finally:
-        other.quit()
 
 
 def test_an_input_made_again_answers_a_waiting_permission_prompt(editor: Editor) -> None:

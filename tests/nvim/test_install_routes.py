@@ -46,8 +46,7 @@ def test_remote_plugin_route(tmp_path: Path) -> None:
         f"vim.opt.runtimepath:prepend({str(ROOT)!r})\n"
         "vim.cmd('runtime plugin/acp.lua')\n"
     )
-    editor = child_editor(tmp_path, init, {"PYTHONPATH": str(ROOT)})
-    try:
+    with child_editor(tmp_path, init, {"PYTHONPATH": str(ROOT)}) as editor:
         editor.nvim.command("UpdateRemotePlugins")
         manifest = editor.lua("return vim.fn.stdpath('data') .. '/rplugin.vim'")
         assert "AcpHostNotify" in Path(manifest).read_text()
@@ -79,5 +78,3 @@ def test_remote_plugin_route(tmp_path: Path) -> None:
             results = [line for line in editor.transcript() if line.startswith("RESULT ")]
             assert results[-1] == f"RESULT {json.dumps({'content': text + chr(10)})}"
         assert editor.nvim.vvars["errmsg"] == ""
-    finally:
-        editor.quit()

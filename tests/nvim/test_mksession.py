@@ -96,8 +96,7 @@ def test_a_session_saved_with_a_chat_restores_the_files_and_acpchat_works_first_
     # windows of their own; :AcpChat then failed with E95 and a traceback, left an
     # unnamed buffer behind, and the empty windows stayed.
     session, notes = saved_session(editor, sessionoptions)
-    other = second_neovim(editor, loaded)
-    try:
+    with second_neovim(editor, loaded) as other:
         other.nvim.command(f"source {session}")
         if loaded == "lazily":
             other.nvim.command("runtime plugin/acp.lua")
@@ -113,8 +112,6 @@ def test_a_session_saved_with_a_chat_restores_the_files_and_acpchat_works_first_
         assert shown["wins"] == [str(notes), "acp://chat/1", "acp://input/1"]
         assert sorted(b["name"] for b in shown["bufs"]) == sorted(shown["wins"])
         assert other.lua("return _G.acp_notices") == []
-    finally:
-        other.quit()
 
 
 def test_a_name_typed_by_hand_before_its_chat_exists_gives_way_to_the_chat(

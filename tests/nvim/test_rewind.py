@@ -1201,8 +1201,7 @@ def test_a_message_the_agent_never_takes_into_the_turn_comes_back_when_the_turn_
     editor.lua("require('acp').send('hold')")
     wait_text(editor, "holding")
     editor.lua("require('acp').send('turn left', {now = true})")
-    editor.wait(f"table.concat(vim.fn.readfile({str(calls_file)!r}), '\\n'):find('_session/steering', 1, true)",
-                what="the steering asked")  # fmt: skip
+    wait_asked(editor, calls_file, "_session/steering")
     editor.lua("require('acp').cancel()")
     assert editor.wait_event("AcpTurnEnd")["stop_reason"] == "cancelled"
     editor.wait("vim.api.nvim_buf_get_lines(require('acp').status().input_buf, 0, -1, false)[1]"
@@ -2045,6 +2044,21 @@ def two_turns_then_fault(editor: Editor, fault: str, version: int) -> tuple[Path
     return calls_file, pid
 
 
+def wait_asked(editor: Editor, calls_file: Path, method: str) -> None:
+    """Until the fake agent has recorded in ``calls_file`` that it was asked ``method``."""
+    recorded = f"table.concat(vim.fn.readfile({str(calls_file)!r}), '\\n')"
+    editor.wait(f"{recorded}:find({method!r}, 1, true)", what=f"{method} asked")
+
+
+def rewind_into_a_hung_fork(editor: Editor, version: int) -> int:
+    """Two turns, then a rewind to the second whose fork the agent never answers,
+    once it has been asked: the agent's pid."""
+    calls_file, hung = two_turns_then_fault(editor, "hang:session/fork", version)
+    editor.lua("require('acp').rewind(2)")
+    wait_asked(editor, calls_file, "session/fork")
+    return hung
+
+
 @pytest.mark.parametrize("version", VERSIONS)
 def test_a_rewind_whose_fork_hangs_ends_on_cancel_and_gives_the_prompt_back(
     editor: Editor, version: int
@@ -2053,10 +2067,7 @@ def test_a_rewind_whose_fork_hangs_ends_on_cancel_and_gives_the_prompt_back(
     prompt sent meanwhile vanished from the input, shown nowhere, and :AcpCancel
     did nothing. The wait ends on the cancel (or timeouts.start) as a start's does;
     the prompt comes back, and the next send starts the agent again."""
-    calls_file, hung = two_turns_then_fault(editor, "hang:session/fork", version)
-    editor.lua("require('acp').rewind(2)")
-    editor.wait(f"table.concat(vim.fn.readfile({str(calls_file)!r}), '\\n'):find('session/fork', 1, true)",
-                what="the fork asked")  # fmt: skip
+    hung = rewind_into_a_hung_fork(editor, version)
     editor.lua("require('acp').send('after')")
     editor.wait_event("AcpQueued")
     assert editor.lua("return require('acp').status().queued") == 1
@@ -2107,10 +2118,7 @@ def test_a_restart_while_a_rewinds_fork_hangs_says_it_restarted(editor: Editor, 
     """:AcpRestart while the agent never answered the rewind's fork first showed "the
     wait for the session going on from here was cancelled; :AcpRestart tries again"
     (an error, as if the user had cancelled), then restarted."""
-    calls_file, hung = two_turns_then_fault(editor, "hang:session/fork", version)
-    editor.lua("require('acp').rewind(2)")
-    editor.wait(f"table.concat(vim.fn.readfile({str(calls_file)!r}), '\\n'):find('session/fork', 1, true)",
-                what="the fork asked")  # fmt: skip
+    hung = rewind_into_a_hung_fork(editor, version)
     editor.nvim.command("AcpRestart")
     session_changed(editor, 2)
     assert wait_gone([hung]) == []

@@ -318,6 +318,13 @@ def git(cwd: Path, *args: str) -> str:
     return done.stdout
 
 
+def wait_worktree_removed(editor: Editor, project: Path, worktree: Path) -> None:
+    """Until the chat's worktree branch is gone from ``project``; the worktree with it."""
+    branches = f"vim.fn.system({{ 'git', '-C', {str(project)!r}, 'branch', '--list', 'acp/*' }})"
+    editor.wait(f"{branches} == ''", what="the worktree's branch removed")
+    assert not worktree.exists()
+
+
 def repository(editor: Editor) -> Path:
     """Neovim's directory as a git project: f.txt committed, then g.txt changed and
     new.txt added without a commit."""
@@ -529,10 +536,8 @@ def test_closing_a_worktree_chat_whose_agent_only_made_a_file_executable_asks(
     assert asked["prompt"] == (
         f"the agent changed the execute bit of f.txt in the worktree of ws #{chat}"
     )
-    branches = f"vim.fn.system({{ 'git', '-C', {str(project)!r}, 'branch', '--list', 'acp/*' }})"
     if answer == "remove":
-        editor.wait(f"{branches} == ''", what="the worktree's branch removed")
-        assert not worktree.exists()
+        wait_worktree_removed(editor, project, worktree)
     else:
         kept = f"acp: kept the worktree {worktree} (branch acp/{chat})"
         notices = "vim.tbl_map(function(n) return n.msg end, _G.acp_notices)"
@@ -887,9 +892,7 @@ def test_the_last_chat_in_a_shared_worktree_removes_it(editor: Editor, how: str)
     close_chat(editor, second)
     assert worktree.is_dir() and send(editor, first, "where")["cwd"] == str(worktree)
     close_chat(editor, first)
-    branches = f"vim.fn.system({{ 'git', '-C', {str(project)!r}, 'branch', '--list', 'acp/*' }})"
-    editor.wait(f"{branches} == ''", what="the worktree's branch removed")
-    assert not worktree.exists()
+    wait_worktree_removed(editor, project, worktree)
 
 
 def test_a_fork_reopened_in_its_worktree_keeps_it_when_the_chat_it_forked_closes(
@@ -1054,9 +1057,7 @@ def test_a_worktree_chat_kept_and_reopened_goes_on_in_its_worktree(editor: Edito
 
     # Nothing waits now: closing it removes the worktree, as the chat that made it would.
     close_chat(editor, chat)
-    branches = f"vim.fn.system({{ 'git', '-C', {str(project)!r}, 'branch', '--list', 'acp/*' }})"
-    editor.wait(f"{branches} == ''", what="the worktree's branch removed")
-    assert not worktree.exists()
+    wait_worktree_removed(editor, project, worktree)
 
 
 def test_a_worktree_chat_reopened_as_its_close_ends_removes_the_worktree_it_closes_on(
@@ -1077,9 +1078,7 @@ def test_a_worktree_chat_reopened_as_its_close_ends_removes_the_worktree_it_clos
     editor.lua("require('acp').accept()")
     editor.wait("require('acp').chats()[1].waiting == 0", what="the hunk brought in")
     close_chat(editor, chat)
-    branches = f"vim.fn.system({{ 'git', '-C', {str(project)!r}, 'branch', '--list', 'acp/*' }})"
-    editor.wait(f"{branches} == ''", what="the worktree's branch removed")
-    assert not worktree.exists()
+    wait_worktree_removed(editor, project, worktree)
 
 
 def test_deleting_a_stored_worktree_chat_names_the_worktree_it_kept(editor: Editor) -> None:

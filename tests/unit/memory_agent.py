@@ -19,7 +19,7 @@ import math
 import signal
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
@@ -99,16 +99,19 @@ class MemoryAgent:
     async def answered(self, *ids: Any) -> None:
         """Until the client has answered each of the requests ``ids``: it runs them at
         once, so its answers come in any order, some after the turn's end."""
-        while not set(ids) <= {answer.get("id") for answer in self.answers()}:
-            if self._heard is None:
-                self._heard = anyio.Event()
-            await self._heard.wait()
+        await self._until(lambda: set(ids) <= {answer.get("id") for answer in self.answers()})
 
     async def wait_synced(self, turns: int) -> None:
         """Until the client handled every line of the first ``turns`` turns: a turn
         may end (an error answer) before the agent has sent all of it."""
-        while self.synced < turns:
-            await anyio.sleep(0.002)
+        await self._until(lambda: self.synced >= turns)
+
+    async def _until(self, condition: Callable[[], bool]) -> None:
+        """Until ``condition()`` holds, checked as each message of the client's comes."""
+        while not condition():
+            if self._heard is None:
+                self._heard = anyio.Event()
+            await self._heard.wait()
 
     async def run(self, peer: RawPeer) -> None:
         self.peer = peer

@@ -64,7 +64,7 @@ from acp_nvim.client.tasks import Tasks
 from acp_nvim.protocol import ConnectionClosed, LineReader
 from acp_nvim.protocol.framing import lines_of as lines_of_block
 from tests.fakes.editor import RecordingEditor
-from tests.unit.conftest import assert_no_tracebacks
+from tests.unit.conftest import assert_no_tracebacks, wait_for
 from tests.unit.memory_agent import MemoryAgent, app_with, transcript_text, update, watchdog
 
 REPO = Path(__file__).resolve().parents[2]
@@ -390,8 +390,7 @@ async def two_turns(app: Any, agent: MemoryAgent, editor: RecordingEditor) -> No
     with anyio.fail_after(CASE_TIMEOUT):
         await app.send(1, "go")
         await agent.wait_synced(1)
-        while chat.state != "ready":  # own work a v2 agent started ends with its idle
-            await anyio.sleep(0.005)
+        await wait_for(lambda: chat.state == "ready")  # a v2 agent's own work ends with its idle
         await app.send(1, "again")
     ends = [data["stop_reason"] for event, data in editor.events if event == "AcpTurnEnd"]
     assert ends[-1] == "end_turn"
@@ -658,17 +657,6 @@ hellos = st.one_of(
 )
 
 
-async def finish_commands(editor: RecordingEditor, terminals: Terminals) -> None:
-    """Each command a tool starts exits at once, as a fast one would in Neovim."""
-    done: set[str] = set()
-    while True:
-        for key in list(editor.terminals):
-            if key not in done:
-                done.add(key)
-                terminals.feed(key, b"out\r\n", 0)
-        await anyio.sleep(0.005)
-
-
 @asynccontextmanager
 async def mcp_host(cwd: str) -> AsyncIterator[tuple[EditorSocket, str]]:
     """The editor MCP server of one chat on its socket, as the App makes it (files
@@ -689,7 +677,7 @@ async def mcp_host(cwd: str) -> AsyncIterator[tuple[EditorSocket, str]]:
             chat, {1: review}, terminals, permissions, list(EDITOR_TOOLS), lambda: 0.05
         )
         await socket.start()
-        group.start_soon(finish_commands, editor, terminals)
+        group.start_soon(editor.finish_commands, terminals, b"out\r\n")
         try:
             yield socket, socket.add(session)
         finally:
@@ -728,8 +716,8 @@ async def run_mcp(hello: bytes, lines: list[bytes], answers: set[Any], cwd: str)
             hello = json.dumps({"token": token}).encode() + b"\n"
             await exchange(socket.path, hello + ping, {"after"})
             assert os.path.exists(socket.path)
-            while socket.connections:  # each saw its client leave (none closed mid-read)
-                await anyio.sleep(0.005)
+            # Each connection saw its client leave (none closed mid-read).
+            await wait_for(lambda: not socket.connections)
 
 
 def run_mcp_case(caplog: pytest.LogCaptureFixture, hello: Any, lines: list[Any]) -> None:

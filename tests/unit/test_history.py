@@ -39,6 +39,7 @@ from acp_nvim.client.session.workspace import KeptWorktree, Workspace, Worktree
 from acp_nvim.client.tasks import Tasks
 from tests.fakes.editor import RecordingEditor
 from tests.fakes.stores import schema_3
+from tests.unit.conftest import wait_for
 
 
 def store_at(tmp_path: Path) -> Store:
@@ -846,11 +847,12 @@ def test_a_chat_is_exported_off_the_loop_which_goes_on_meanwhile(
             for chat_id, history_id in ((1, None), (None, hit.chat.id)):
                 go_on.clear()
 
-                async def meanwhile() -> None:
-                    await anyio.sleep(0.01)  # a turn of the loop while the thread works
+                async def meanwhile(made: int) -> None:
+                    # The loop runs this while the Markdown is being made, or never.
+                    await wait_for(lambda: len(made_on) > made)
                     go_on.set()
 
-                group.start_soon(meanwhile)
+                group.start_soon(meanwhile, len(made_on))
                 text = await history.markdown(chat_id, history_id)
                 assert text is not None and "## You\n\nexport me" in text and "a zebra" in text
                 assert made_on[-1] is not loop

@@ -201,17 +201,6 @@ def _text(result: types.CallToolResult) -> str:
     return "".join(block.text for block in result.content if isinstance(block, types.TextContent))
 
 
-async def _play_commands(host: Host) -> None:
-    """Run each command the tools start, as Neovim's terminal would: output, exit 0."""
-    played: set[str] = set()
-    while True:
-        for key in list(host.editor.terminals):
-            if key not in played:
-                played.add(key)
-                host.terminals.feed(key, b"hello from the terminal\r\n", 0)
-        await anyio.sleep(0.01)
-
-
 # Every tool with good input: (name, arguments, text expected in the answer).
 def _good_calls(host: Host) -> list[tuple[str, dict[str, Any], str]]:
     code = str(host.cwd / "code.py")
@@ -263,7 +252,8 @@ async def _set_editor(host: Host) -> None:
 async def test_every_tool_with_good_input(host: Host, tmp_path: Path) -> None:
     await _set_editor(host)
     async with anyio.create_task_group() as tasks:
-        tasks.start_soon(_play_commands, host)
+        output = b"hello from the terminal\r\n"
+        tasks.start_soon(host.editor.finish_commands, host.terminals, output)
         async with Client(host.server(), mode="legacy") as client:
             for name, arguments, expected in _good_calls(host):
                 result = await client.call_tool(name, arguments)
@@ -470,8 +460,10 @@ async def test_list_changed_is_sent_when_buffers_come_and_go(host: Host) -> None
 
 async def test_cancellation_stops_a_running_command(host: Host) -> None:
     async with Client(host.server(), mode="legacy") as client:
-        with anyio.move_on_after(0.5):
-            await client.call_tool("run_command", {"command": "sleep 100"})
+        async with anyio.create_task_group() as calling:
+            calling.start_soon(client.call_tool, "run_command", {"command": "sleep 100"})
+            await wait_for(lambda: bool(host.editor.terminals))  # the command runs
+            calling.cancel_scope.cancel()
         # notifications/cancelled reached the host: the command was stopped and
         # released, and the connection serves on.
         await wait_for(lambda: any(t["stopped"] for t in host.editor.terminals.values()))

@@ -17,6 +17,7 @@ import pytest
 
 from acp_nvim.client.app import App
 from tests.fakes.editor import RecordingEditor
+from tests.unit.conftest import wait_for
 from tests.unit.memory_agent import MemoryAgent, app_with, transcript_text, update, watchdog
 
 # A contained bug is still a bug: nothing may reach the barriers' log.
@@ -27,9 +28,8 @@ PROMPT_ID = 2  # initialize 0, session/new 1, the first prompt 2
 
 async def next_turn_works(app: App, editor: RecordingEditor, turn: int = 2) -> None:
     """The chat takes another prompt and the agent's reply shows."""
+    await wait_for(lambda: app.chats[1].state == "ready", 5)
     with anyio.fail_after(5):
-        while app.chats[1].state != "ready":
-            await anyio.sleep(0.005)
         await app.send(1, "again")
     assert editor.events[-1] == ("AcpTurnEnd", {"chat": 1, "stop_reason": "end_turn"})
     assert f"reply {turn}" in transcript_text(editor)
@@ -277,8 +277,7 @@ async def test_non_ascii_terminal_snapshot(tmp_path: Path) -> None:
     async with watchdog(), app_with(MemoryAgent(2, [lines]), str(tmp_path)) as (app, editor):
         with anyio.fail_after(5):
             await app.send(1, "go")  # the idle after the snapshot ends the turn
-            while not editor.terminals:  # shown after the terminal refresh interval
-                await anyio.sleep(0.01)
+            await wait_for(lambda: bool(editor.terminals))  # after the refresh interval
         (shown,) = editor.terminals.values()
         assert shown["data"] == "[invalid terminal snapshot]"
         await next_turn_works(app, editor)

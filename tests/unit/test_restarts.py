@@ -8,6 +8,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from tests.unit.conftest import wait_for
 from tests.unit.memory_agent import MemoryAgent, app_with, watchdog
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_tracebacks")]
@@ -23,9 +24,9 @@ async def test_two_restarts_while_the_start_hangs_settle_and_start_the_chat_once
         agent.overrides["session/new"] = []  # the next start hangs on its session
         async with anyio.create_task_group() as hung:
             hung.start_soon(app.restart, 1)
+            # Until the new process was asked its session.
+            await wait_for(lambda: "session/new" not in agent.overrides, 5)
             with anyio.fail_after(5):
-                while "session/new" in agent.overrides:
-                    await anyio.sleep(0.002)  # until the new process was asked its session
                 async with anyio.create_task_group() as asked:
                     asked.start_soon(app.restart, 1)
                     asked.start_soon(app.restart, 1)

@@ -14,6 +14,7 @@ import pytest
 
 from acp_nvim.client.app import App
 from tests.fakes.editor import RecordingEditor
+from tests.unit.conftest import wait_for
 
 pytestmark = pytest.mark.anyio
 
@@ -244,11 +245,7 @@ async def test_the_hold_ends_soon_while_the_prompt_cannot_be_written(tmp_path: P
         app.setup({"agents": {"busy": {"cmd": cmd}}})
         await app.open(1, "busy", str(tmp_path))
         tasks.start_soon(app.send, 1, "x" * 1_000_000)
-        with anyio.fail_after(5):
-            while ("AcpTurnStart", 1) not in editor.held_at:
-                await anyio.sleep(0.001)
-            while editor.held:
-                await anyio.sleep(0.001)
+        await wait_for(lambda: ("AcpTurnStart", 1) in editor.held_at and not editor.held, 5)
         assert app.chats[1].state == "running"  # the prompt is still on its way
         await app.shutdown()
         tasks.cancel_scope.cancel()

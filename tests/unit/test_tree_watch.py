@@ -213,15 +213,8 @@ async def test_a_later_turn_start_takes_what_changed_between_turns_from_the_watc
     ]
 
 
-async def test_a_turn_start_with_nothing_changed_takes_no_thread(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, changes: SessionChanges
-) -> None:
-    """Nothing changed since the last turn start: the next one is that reading, asked
-    of the watch on the event loop, with no hop to a worker thread and back. A file
-    changed between turns still has the reading done in the thread, and the file's
-    baseline is what it held when the turn began."""
-    path = tmp_path / "a.txt"
-    path.write_text("one\n")
+def turn_start_readings_in_threads(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The turn-start readings done in a worker thread from now on, as they come."""
     readings: list[Any] = []
     run_sync = anyio.to_thread.run_sync
 
@@ -231,6 +224,19 @@ async def test_a_turn_start_with_nothing_changed_takes_no_thread(
         return await run_sync(func, *args, **kwargs)
 
     monkeypatch.setattr(anyio.to_thread, "run_sync", counted)
+    return readings
+
+
+async def test_a_turn_start_with_nothing_changed_takes_no_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, changes: SessionChanges
+) -> None:
+    """Nothing changed since the last turn start: the next one is that reading, asked
+    of the watch on the event loop, with no hop to a worker thread and back. A file
+    changed between turns still has the reading done in the thread, and the file's
+    baseline is what it held when the turn began."""
+    path = tmp_path / "a.txt"
+    path.write_text("one\n")
+    readings = turn_start_readings_in_threads(monkeypatch)
     for _ in range(3):
         await changes.begin_turn()
         await changes.end_turn()
@@ -271,15 +277,7 @@ async def test_a_busy_machine_keeps_the_watch_of_a_tree_scanned_slowly(
         (tmp_path / name).write_text("one\n")
     monkeypatch.setattr(disk_changes, "SCAN_MAX_SECONDS", 0.25)
     monkeypatch.setattr(disk_changes, "time", BusyMachine())
-    readings: list[Any] = []
-    run_sync = anyio.to_thread.run_sync
-
-    async def counted(func: Any, *args: Any, **kwargs: Any) -> Any:
-        if func is disk_changes._turn_start:
-            readings.append(args)
-        return await run_sync(func, *args, **kwargs)
-
-    monkeypatch.setattr(anyio.to_thread, "run_sync", counted)
+    readings = turn_start_readings_in_threads(monkeypatch)
     for _ in range(3):
         await changes.begin_turn()
         await changes.end_turn()

@@ -52,26 +52,26 @@ def two_turns() -> Chat:
 
 
 @pytest.mark.parametrize(
-    ("agent", "reports", "cost"),
+    "reports",
     [
         # Both figures count from zero in the new process (the fake agents).
-        ("from zero", [(1000, 0.1)], 0.3),
+        pytest.param([(1000, 0.1)], id="from zero"),
         # Both count on (opencode's cost; Claude's since its SDK 0.3.277).
-        ("counting on", [(3000, 0.3)], 0.3),
+        pytest.param([(3000, 0.3)], id="counting on"),
         # The context it resumed, its cost from zero (Claude's adapter before).
-        ("cost from zero", [(3000, 0.1)], 0.3),
+        pytest.param([(3000, 0.1)], id="cost from zero"),
         # A report without a cost first: the cost is compared at its first report.
-        ("cost later", [(2500, None), (3000, 0.1)], 0.3),
+        pytest.param([(2500, None), (3000, 0.1)], id="cost later"),
     ],
 )
 def test_a_new_processs_first_turn_is_its_own_and_the_session_goes_on(
-    agent: str, reports: list[tuple[int, float | None]], cost: float
+    reports: list[tuple[int, float | None]],
 ) -> None:
     chat = two_turns()
     chat.ready("s1", resumed=True)
     assert chat.turn(*reports) == spent(1000, 0.1)
     assert chat.usage.session == spent(3000, 0.3)
-    assert chat.report["cost"]["amount"] == pytest.approx(cost)  # the session's cost so far
+    assert chat.report["cost"]["amount"] == pytest.approx(0.3)  # the session's cost so far
     # Its next turn counts from its own report.
     used, last = reports[-1]
     assert chat.turn((used + 1000, (last or 0) + 0.1)) == spent(1000, 0.1)
