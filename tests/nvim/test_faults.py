@@ -950,7 +950,6 @@ def test_a_session_title_holding_a_nul_shows_in_the_winbar(editor: Editor) -> No
     editor.lua("require('acp').send('first')")
     editor.wait_event("AcpTurnEnd")
     assert editor.lua("return require('acp').status().title") == "odd title"
-    winbar = "vim.wo[vim.fn.bufwinid(require('acp').status().transcript_buf)].winbar"
-    assert editor.lua(f"return {winbar}").startswith(" ready · odd")
-    assert "odd title" in editor.lua(f"return {winbar}")
+    assert editor.winbar().startswith(" ready · odd")
+    assert "odd title" in editor.winbar()
     assert [n for n in editor.lua("return _G.acp_notices") if "could not show" in n["msg"]] == []

@@ -1501,5 +1501,4 @@ def test_prompts_queued_before_you_removed_the_worktree_come_back_and_its_hunks_
     editor.nvim.command("AcpChats")
     [entry] = editor.lua("return _G.offered")
     assert f"worktree acp/{chat} gone" in entry and "waiting" not in entry
-    winbar = editor.lua("return vim.wo[vim.fn.bufwinid(require('acp').status().transcript_buf)].winbar")
-    assert f"worktree acp/{chat} gone" in winbar
+    assert f"worktree acp/{chat} gone" in editor.winbar()
