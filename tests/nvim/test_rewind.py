@@ -2472,3 +2472,20 @@ def test_a_hand_over_of_a_session_resumed_unseen_says_what_the_other_agent_lacks
         " session held before it was resumed was never shown here, and the new one does"
         " not know it.*"
     )
+
+
+def test_a_chat_waiting_for_its_rewinds_fork_says_so_in_the_winbar(editor: Editor) -> None:
+    """While a rewind's fork was awaited the winbar said "ready", though a prompt sent
+    then only queued: a hung fork looked like an idle chat. It says "going back…"
+    (``status().waiting``) until the wait ends."""
+    calls_file, _ = two_turns_then_fault(editor, "hang:session/fork", 1)
+    editor.lua("require('acp').rewind(2)")
+    editor.wait(f"table.concat(vim.fn.readfile({str(calls_file)!r}), '\\n'):find('session/fork', 1, true)",
+                what="the fork asked")  # fmt: skip
+    winbar = "vim.wo[vim.fn.bufwinid(require('acp').status().transcript_buf)].winbar"
+    editor.wait(f"{winbar}:find('going back…', 1, true) == 2", what="the winbar")
+    assert editor.lua("return require('acp').status().waiting") == "rewind"
+    editor.lua("require('acp').cancel()")
+    editor.wait_event("AcpError")
+    editor.wait(f"{winbar}:find('going back', 1, true) == nil", what="the winbar")
+    assert editor.lua("return require('acp').status().waiting") is None
