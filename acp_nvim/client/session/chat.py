@@ -214,6 +214,8 @@ class Chat:
         # new session of the agent calls itself does not rename the chat.
         self.kept_title: str | None = None
         self.shown = ShownBranch(self)  # rewinds and branch switches, as drawn
+        # Notices said once in the chat, not at each start of its agent (mcp.McpOffer).
+        self.said: set[str] = set()
 
     def __repr__(self) -> str:
         return f"<Chat {self.id} {self.agent} {self.state} session={self.session.session_id!r}>"
