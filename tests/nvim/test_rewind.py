@@ -265,14 +265,15 @@ def test_a_long_chat_lists_its_turns_and_branches_right_after_a_rewind_and_a_swi
     count = 30
     for number in range(1, count + 1):
         turn(editor, f"prompt {number}\nits second line", number)
-    assert rewind_picker(editor) == [f"{n} · prompt {n}" for n in range(1, count + 1)]
+    assert rewind_picker(editor) == [f"turn {n} · prompt {n}" for n in range(count, 0, -1)]
 
-    editor.lua(STUB_UI, 25)
+    editor.lua(STUB_UI, count - 25 + 1)  # turn 25, newest first
     editor.nvim.command("AcpRewind")
     session_changed(editor, 2)
     turn(editor, "after the rewind", count + 1)
     turn(editor, "prompt 3", count + 2)  # an earlier prompt's text, sent again
-    shown = [f"{n} · prompt {n}" for n in range(1, 25)] + ["25 · after the rewind", "26 · prompt 3"]
+    shown = ["turn 26 · prompt 3", "turn 25 · after the rewind"]
+    shown += [f"turn {n} · prompt {n}" for n in range(24, 0, -1)]
     assert rewind_picker(editor) == shown
     assert editor.transcript_text().count("## You\nprompt 3\n") == 2
     branches = editor.lua("return require('acp').branches()")
@@ -286,8 +287,8 @@ def test_a_long_chat_lists_its_turns_and_branches_right_after_a_rewind_and_a_swi
 
     show_branch(editor, 1)
     turn(editor, "on the first branch", count + 3)
-    assert rewind_picker(editor) == [f"{n} · prompt {n}" for n in range(1, count + 1)] + [
-        f"{count + 1} · on the first branch"
+    assert rewind_picker(editor) == [f"turn {count + 1} · on the first branch"] + [
+        f"turn {n} · prompt {n}" for n in range(count, 0, -1)
     ]
     assert editor.lua("return require('acp.chat.branches').turns()")[0] == str(count + 1)
     branches = editor.lua("return require('acp').branches()")
@@ -489,7 +490,7 @@ def test_a_fork_goes_back_into_the_turns_it_continues(editor: Editor, version: i
     assert [c["turns"] for c in editor.lua("return require('acp').chats()")] == [2, 2]
     editor.lua(STUB_UI)  # the picker is cancelled
     editor.nvim.command("AcpRewind")
-    items = ["1 · my name is Zorro remember it", "2 · second turn text"]
+    items = ["turn 2 · second turn text", "turn 1 · my name is Zorro remember it"]
     assert editor.lua("return _G.asked")[0]["items"] == items
     editor.nvim.command("AcpEdit")
     editor.wait("require('acp.chat.registry').get().editing == 2")
@@ -1472,10 +1473,10 @@ def test_rewind_without_a_turn_picks_one_and_the_queue_sends_now(editor: Editor)
     wire = start(editor, "rewind", 1)
     turn(editor, "first", 1)
     turn(editor, "second\nline two", 2)
-    editor.lua(STUB_UI, 2)
+    editor.lua(STUB_UI, 1)  # newest first, as the completion: turn 2
     editor.nvim.command("AcpRewind")
     session_changed(editor, 2)
-    assert editor.lua("return _G.asked")[0]["items"] == ["1 · first", "2 · second"]
+    assert editor.lua("return _G.asked")[0]["items"] == ["turn 2 · second", "turn 1 · first"]
     point = calls(wire, "session/fork")[0]["_meta"]["jetbrains"]["air"]["fork"]
     assert point["messageId"] == "s1-m1"
 
