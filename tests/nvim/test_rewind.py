@@ -2490,3 +2490,20 @@ def test_a_chat_waiting_for_its_rewinds_fork_says_so_in_the_winbar(editor: Edito
     editor.wait_event("AcpError")
     editor.wait(f"{winbar}:find('going back', 1, true) == nil", what="the winbar")
     assert editor.lua("return require('acp').status().waiting") is None
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_rewind_to_the_first_turn_leaves_no_title(editor: Editor, version: int) -> None:
+    """After :AcpRewind 1 the winbar kept the title of the conversation left behind
+    until the agent named its new session: there is none yet, as in a new chat."""
+    start(editor, "rewind", version)
+    turn(editor, "title Fix the parser", 1)
+    # The winbar as a window wide enough for the title draws it.
+    winbar = "require('acp.chat.winbar').text(require('acp.chat.registry').get(), 300, '/')"
+    editor.wait(f"{winbar}:find('Fix the parser', 1, true) ~= nil", what="the title")
+    editor.lua("require('acp').rewind(1)")
+    session_changed(editor, 2)
+    assert editor.lua("return require('acp').status().title") is None
+    assert "Fix the parser" not in editor.lua(f"return {winbar}")
+    turn(editor, "title Another thing", 2)
+    editor.wait(f"{winbar}:find('Another thing', 1, true) ~= nil", what="the new title")

@@ -634,6 +634,8 @@ class ShownBranch:
         self._take_out(left, number)
         self._mark(number - 1)
         self.list_branches()
+        if number == 1:  # nothing is left of what the title named (a kept one stays)
+            self.chat.on_info(title=None)
         return left
 
     def pick(self, branch_id: int) -> Branch:
