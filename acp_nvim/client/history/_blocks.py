@@ -207,8 +207,10 @@ def _continued(block: StoredBlock) -> bool:
 
 def began_in_replay(blocks: Sequence[StoredBlock]) -> bool:
     """Whether a stored chat's conversation begins with a prompt its agent replayed
-    (:AcpResume): it began before the chat, and nothing says when."""
-    first = min(blocks, key=lambda block: block.seq, default=None)
+    (:AcpResume): it began before the chat, and nothing says when. The client's own
+    notices drawn before the replay (an MCP server the agent cannot take) are not it."""
+    said = (block for block in blocks if block.kind not in NOTICES)
+    first = min(said, key=lambda block: block.seq, default=None)
     return first is not None and _data(first).get("replayed") is True
 
 
