@@ -219,6 +219,9 @@ class StatusFields(TypedDict, total=False):
     thought_level: str | bool | None
     login_methods: list[dict[str, Any]]  # {id, name, kind, vars}
     can_fork: bool
+    # What a ready chat waits for before a prompt goes (it only queues): "rewind" (the
+    # session a rewind goes on in), "branch" (a picked branch's session); else None.
+    waiting: str | None
     # An agent process runs for the chat: set as it takes the chat (a reopened chat's:
     # at its first prompt or :AcpRestart), cleared as it exits or lets the chat go.
     connected: bool

@@ -462,6 +462,7 @@ end
 ---@field thought_level? string
 ---@field turn_state? "running"|"requires_action"|"cancelling"|"idle"|string the agent's report (ACP v2), or "cancelling" after a cancel
 ---@field queued integer prompts waiting to be sent (|acp.queue()|)
+---@field waiting? "rewind"|"branch" the session a rewind or a picked branch goes on in is awaited: a prompt only queues
 ---@field config_options? table[] the session's settings: {id, name, type, category, current, choices}; past 10,000 choices in all, a select has current_name instead of choices
 ---@field title? string the session's title, as the agent names it
 ---@field history? integer the chat's id in the history (|acp-chat-history|); none once deleted from it
@@ -532,6 +533,7 @@ function M.status()
     thought_level = s.thought_level,
     turn_state = s.turn_state,
     queued = s.queued or 0,
+    waiting = s.waiting,
     config_options = s.config_options,
     title = s.title,
     history = s.history,

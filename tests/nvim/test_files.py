@@ -1020,3 +1020,31 @@ def test_a_markdown_files_own_fences_in_an_edits_diff_leave_the_transcript_prose
     # The diff is coloured as one: its added row is an addition.
     win = editor.lua("return vim.fn.win_findbuf(...)[1]", status["transcript_buf"])
     assert Screen.of(editor).at(win, lines.index("+More.")) == ["AcpDiffAdd"]
+
+
+def test_a_fragment_diff_is_numbered_as_its_file_numbers_it(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """opencode's diff is the replaced fragment alone: its hunk said line 1 and <CR>
+    on it opened the file there. The file read once, it says (and opens) line 12; a
+    fragment found twice in the file is said to be numbered as the fragment."""
+    from tests.nvim.test_permissions import focus_transcript, wait_text
+
+    path = tmp_path / "long.txt"
+    path.write_text("".join(f"line {n}\n" for n in range(1, 21)) + "same\nsame\n")
+    start(editor)
+    steps = [
+        {"opencode_edit": {"path": str(path), "old": "line 12", "new": "twelve"}},
+        {"opencode_edit": {"path": str(path), "old": "same", "new": "other"}},
+    ]
+    run(editor, steps)
+    wait_text(editor, "@@ -12 +12 @@\n-line 12\n+twelve")
+    text = editor.transcript()
+    assert text.count("@@ -1 +1 @@") == 1, "\n".join(text)  # the second: not found once in the file
+    assert text[text.index("-same") + 3] == (
+        "(numbered from the fragment's first line: it is not found once in the file)"
+    )
+    focus_transcript(editor, text.index("+twelve"))
+    editor.nvim.input("<CR>")
+    editor.wait(f"vim.api.nvim_buf_get_name(0) == {str(path)!r}")
+    assert editor.lua("return vim.api.nvim_win_get_cursor(0)") == [12, 0]

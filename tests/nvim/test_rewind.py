@@ -265,14 +265,15 @@ def test_a_long_chat_lists_its_turns_and_branches_right_after_a_rewind_and_a_swi
     count = 30
     for number in range(1, count + 1):
         turn(editor, f"prompt {number}\nits second line", number)
-    assert rewind_picker(editor) == [f"{n} · prompt {n}" for n in range(1, count + 1)]
+    assert rewind_picker(editor) == [f"turn {n} · prompt {n}" for n in range(count, 0, -1)]
 
-    editor.lua(STUB_UI, 25)
+    editor.lua(STUB_UI, count - 25 + 1)  # turn 25, newest first
     editor.nvim.command("AcpRewind")
     session_changed(editor, 2)
     turn(editor, "after the rewind", count + 1)
     turn(editor, "prompt 3", count + 2)  # an earlier prompt's text, sent again
-    shown = [f"{n} · prompt {n}" for n in range(1, 25)] + ["25 · after the rewind", "26 · prompt 3"]
+    shown = ["turn 26 · prompt 3", "turn 25 · after the rewind"]
+    shown += [f"turn {n} · prompt {n}" for n in range(24, 0, -1)]
     assert rewind_picker(editor) == shown
     assert editor.transcript_text().count("## You\nprompt 3\n") == 2
     branches = editor.lua("return require('acp').branches()")
@@ -286,8 +287,8 @@ def test_a_long_chat_lists_its_turns_and_branches_right_after_a_rewind_and_a_swi
 
     show_branch(editor, 1)
     turn(editor, "on the first branch", count + 3)
-    assert rewind_picker(editor) == [f"{n} · prompt {n}" for n in range(1, count + 1)] + [
-        f"{count + 1} · on the first branch"
+    assert rewind_picker(editor) == [f"turn {count + 1} · on the first branch"] + [
+        f"turn {n} · prompt {n}" for n in range(count, 0, -1)
     ]
     assert editor.lua("return require('acp.chat.branches').turns()")[0] == str(count + 1)
     branches = editor.lua("return require('acp').branches()")
@@ -489,7 +490,7 @@ def test_a_fork_goes_back_into_the_turns_it_continues(editor: Editor, version: i
     assert [c["turns"] for c in editor.lua("return require('acp').chats()")] == [2, 2]
     editor.lua(STUB_UI)  # the picker is cancelled
     editor.nvim.command("AcpRewind")
-    items = ["1 · my name is Zorro remember it", "2 · second turn text"]
+    items = ["turn 2 · second turn text", "turn 1 · my name is Zorro remember it"]
     assert editor.lua("return _G.asked")[0]["items"] == items
     editor.nvim.command("AcpEdit")
     editor.wait("require('acp.chat.registry').get().editing == 2")
@@ -1471,10 +1472,10 @@ def test_rewind_without_a_turn_picks_one_and_the_queue_sends_now(editor: Editor)
     wire = start(editor, "rewind", 1)
     turn(editor, "first", 1)
     turn(editor, "second\nline two", 2)
-    editor.lua(STUB_UI, 2)
+    editor.lua(STUB_UI, 1)  # newest first, as the completion: turn 2
     editor.nvim.command("AcpRewind")
     session_changed(editor, 2)
-    assert editor.lua("return _G.asked")[0]["items"] == ["1 · first", "2 · second"]
+    assert editor.lua("return _G.asked")[0]["items"] == ["turn 2 · second", "turn 1 · first"]
     point = calls(wire, "session/fork")[0]["_meta"]["jetbrains"]["air"]["fork"]
     assert point["messageId"] == "s1-m1"
 
@@ -2480,3 +2481,37 @@ def test_a_hand_over_of_a_session_resumed_unseen_says_what_the_other_agent_lacks
         " session held before it was resumed was never shown here, and the new one does"
         " not know it.*"
     )
+
+
+def test_a_chat_waiting_for_its_rewinds_fork_says_so_in_the_winbar(editor: Editor) -> None:
+    """While a rewind's fork was awaited the winbar said "ready", though a prompt sent
+    then only queued: a hung fork looked like an idle chat. It says "going back…"
+    (``status().waiting``) until the wait ends."""
+    calls_file, _ = two_turns_then_fault(editor, "hang:session/fork", 1)
+    editor.lua("require('acp').rewind(2)")
+    editor.wait(f"table.concat(vim.fn.readfile({str(calls_file)!r}), '\\n'):find('session/fork', 1, true)",
+                what="the fork asked")  # fmt: skip
+    winbar = "vim.wo[vim.fn.bufwinid(require('acp').status().transcript_buf)].winbar"
+    editor.wait(f"{winbar}:find('going back…', 1, true) == 2", what="the winbar")
+    assert editor.lua("return require('acp').status().waiting") == "rewind"
+    editor.lua("require('acp').cancel()")
+    editor.wait_event("AcpError")
+    editor.wait(f"{winbar}:find('going back', 1, true) == nil", what="the winbar")
+    assert editor.lua("return require('acp').status().waiting") is None
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_rewind_to_the_first_turn_leaves_no_title(editor: Editor, version: int) -> None:
+    """After :AcpRewind 1 the winbar kept the title of the conversation left behind
+    until the agent named its new session: there is none yet, as in a new chat."""
+    start(editor, "rewind", version)
+    turn(editor, "title Fix the parser", 1)
+    # The winbar as a window wide enough for the title draws it.
+    winbar = "require('acp.chat.winbar').text(require('acp.chat.registry').get(), 300, '/')"
+    editor.wait(f"{winbar}:find('Fix the parser', 1, true) ~= nil", what="the title")
+    editor.lua("require('acp').rewind(1)")
+    session_changed(editor, 2)
+    assert editor.lua("return require('acp').status().title") is None
+    assert "Fix the parser" not in editor.lua(f"return {winbar}")
+    turn(editor, "title Another thing", 2)
+    editor.wait(f"{winbar}:find('Another thing', 1, true) ~= nil", what="the new title")

@@ -65,6 +65,16 @@ async def test_editor_server_then_the_users_and_what_the_agent_cannot_take(
         # Said once, in the chat and as a warning.
         warned = [m for level, m in editor.notices if level == "warn"]
         assert warned == ["demo cannot take MCP server 'web': it takes no http MCP servers"]
+        # The offer of the agent restarted (a new process) does not say it again in the
+        # chat, as it did at every restart; another chat is told it.
+        restarted = McpOffer(
+            "demo", {}, Terminals({}), Permissions(), get_socket, lambda: 1.0,
+            tools=[], servers=config.agent_mcp_servers(agent),
+        )  # fmt: skip
+        await restarted.servers_for(chat, {"stdio"})
+        assert [m for level, m in editor.notices if level == "warn"] == warned
+        await restarted.servers_for(Chat(2, "demo", editor), {"stdio"})
+        assert [m for level, m in editor.notices if level == "warn"] == warned * 2
         both = await offer.servers_for(chat, {"stdio", "http", "acp"})
         assert isinstance(both[0], AcpServer)
         assert offer.session(both[0].server_id) is not None

@@ -174,7 +174,7 @@ class Conversations:
         # on in (the agent dies, a restart ends the wait), the next start seeds one.
         chat.session.session_id = ""
         try:
-            async with self._answered(chat):
+            async with self._answered(chat, "rewind"):
                 if source is not None and point is not None:
                     try:
                         await connection.fork(chat, source.session_id, point)
@@ -189,14 +189,16 @@ class Conversations:
             chat.fail(str(err), err.details)
 
     @asynccontextmanager
-    async def _answered(self, chat: Chat) -> AsyncIterator[None]:
+    async def _answered(self, chat: Chat, change: str) -> AsyncIterator[None]:
         """The session a conversation change waits for (a fork, a new or resumed
         session) comes as a start's does: within ``timeouts.start``, and :AcpCancel
         or :AcpRestart ends the wait. Raises AgentFailed when it did not come, but
-        for a restart: that one goes on (it starts the chat again)."""
+        for a restart: that one goes on (it starts the chat again). The winbar says
+        the chat waits for the ``change`` (``status().waiting``): a prompt only queues."""
         timeout = self.ctx.config.timeouts.start
         with anyio.CancelScope() as scope:
             self.starts.begin(chat.id, scope)
+            chat.on_info(waiting=change)
             try:
                 with anyio.fail_after(timeout):
                     yield
@@ -206,6 +208,7 @@ class Conversations:
                     " with the session going on from here; :AcpRestart tries again"
                 ) from None
             finally:
+                chat.on_info(waiting=None)
                 restarted = self.starts.end(chat.id, scope)
         if scope.cancelled_caught and restarted:
             chat.info("*:AcpRestart ended the wait for the session going on from here:"
@@ -264,7 +267,7 @@ class Conversations:
                     connection.attach(chat, session_id)
                     return
                 connection.detach(chat)
-                async with self._answered(chat):
+                async with self._answered(chat, "branch"):
                     try:
                         await connection.resume(chat, session_id, replay=False)
                     except AgentFailed as err:

@@ -3,8 +3,8 @@
 The editor's own server (``editor_mcp``), offered over the ACP connection where
 the agent takes MCP-over-ACP, else as the stdio shim ``python -m acp_nvim.mcp``;
 then the user's ``mcp_servers``. A server the agent cannot take (its transport
-is not in the agent's ``mcpCapabilities``) is left out and said once, in the
-chat and as a warning. The protocol adapters (``client/agent/v1``, ``v2``) turn
+is not in the agent's ``mcpCapabilities``) is left out and said once in each
+chat, in it and as a warning. The protocol adapters (``client/agent/v1``, ``v2``) turn
 these into their wire types.
 """
 
@@ -103,7 +103,6 @@ class McpOffer(msgspec.Struct, eq=False):
     _ids: dict[str, ToolSession] = msgspec.field(default_factory=dict)  # MCP-over-ACP ids
     # By chat id: the tool sessions offered with a session the agent has not named yet.
     _unbound: dict[int, list[ToolSession]] = msgspec.field(default_factory=dict)
-    _reported: set[str] = msgspec.field(default_factory=set)
 
     def __repr__(self) -> str:
         return f"<McpOffer {self.agent} {len(self.tools)} tools, {len(self.servers)} servers>"
@@ -181,10 +180,12 @@ class McpOffer(msgspec.Struct, eq=False):
         return StdioServer(EDITOR_SERVER, command, args, {**env, **socket.launch_env(token)})
 
     def _report(self, chat: Chat, name: str, why: str) -> None:
-        if name in self._reported:
-            return
-        self._reported.add(name)
+        """Say once in ``chat`` (not at each restart of its agent, nor each session)
+        that a server is left out; again only should what is said change."""
         what = "the editor's MCP server" if name == EDITOR_SERVER else f"MCP server {name!r}"
         message = f"{self.agent} cannot take {what}: {why}"
+        if message in chat.said:
+            return
+        chat.said.add(message)
         chat.info(f"*{message}.*")
         chat.editor.notify(message, "warn")

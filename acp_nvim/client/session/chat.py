@@ -99,6 +99,10 @@ class TurnReview(Protocol):
 
     def on_tool_call(self, call: ToolCall) -> None: ...
 
+    def place(self, call: ToolCall, placed: Callable[[], None]) -> None:
+        """Find the lines of its files where ``call``'s diffs start (``DiffPart.start``),
+        those already known at once, the others read: then ``placed`` is called."""
+
     def turn_ended(self) -> None: ...
 
     @property
@@ -210,6 +214,8 @@ class Chat:
         # new session of the agent calls itself does not rename the chat.
         self.kept_title: str | None = None
         self.shown = ShownBranch(self)  # rewinds and branch switches, as drawn
+        # Notices said once in the chat, not at each start of its agent (mcp.McpOffer).
+        self.said: set[str] = set()
 
     def __repr__(self) -> str:
         return f"<Chat {self.id} {self.agent} {self.state} session={self.session.session_id!r}>"
@@ -452,6 +458,7 @@ class Chat:
         call, news = self.session.apply_tool_call(patch)
         if self.changes is not None:
             self.changes.on_tool_call(call)
+            self.changes.place(call, lambda: self._redraw_placed(call))
         if news:  # AcpToolCall: on create and on each status change
             data = {"chat": self.id, "id": call.id, "title": call.title, "kind": call.kind}
             self.editor.emit("AcpToolCall", {**data, "name": call.name, "status": call.status})
@@ -464,6 +471,11 @@ class Chat:
             redraw.add(view.LOCATIONS)
         self._draw_call(call, redraw)
         return call
+
+    def _redraw_placed(self, call: ToolCall) -> None:
+        """``call``'s diffs numbered as their files number them, while it is shown."""
+        if self.session.tool_calls.get(call.id) is call:
+            self._draw_call(call, {view.CONTENT})
 
     def _draw_call(self, call: ToolCall, redraw: Collection[int] = view.ALL_PARTS) -> None:
         """Send the rows of ``call``'s block that ``redraw`` changed (the prompt always)."""
@@ -622,6 +634,8 @@ class ShownBranch:
         self._take_out(left, number)
         self._mark(number - 1)
         self.list_branches()
+        if number == 1:  # nothing is left of what the title named (a kept one stays)
+            self.chat.on_info(title=None)
         return left
 
     def pick(self, branch_id: int) -> Branch:

@@ -44,14 +44,16 @@ function M.rewind(chat, turn)
     util.notify(require("acp.chat.registry").unstarted(chat), "warn")
     return
   end
+  -- Newest first, as its completion and :AcpRestore's: the turns most often taken
+  -- back are the last. "turn N": a picker's own numbers are not the turns'.
   local items = {}
-  for i, prompt in ipairs(turns) do
-    table.insert(items, { turn = i, prompt = prompt })
+  for i = #turns, 1, -1 do
+    table.insert(items, { turn = i, prompt = turns[i] })
   end
   vim.ui.select(items, {
     prompt = "Rewind to before turn",
     format_item = function(item)
-      return ("%d · %s"):format(item.turn, util.one_row(item.prompt))
+      return ("turn %d · %s"):format(item.turn, util.one_row(item.prompt))
     end,
   }, function(item)
     if item then

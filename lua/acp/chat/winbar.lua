@@ -54,10 +54,16 @@ end
 ---@field title? boolean shortened before it gives way
 ---@field short? string what it shows before it gives way
 
---- The state shown: a running turn that waits for the user, or is being cancelled, says so.
+-- What a chat waiting for the session its conversation goes on in says (status().waiting).
+local WAITING = { rewind = "going back…", branch = "switching branch…" }
+
+--- The state shown: a running turn that waits for the user, or is being cancelled, says
+--- so; so does a chat waiting for the session a rewind or a branch goes on in.
 local function state_of(s)
   local state = s.state or "starting"
-  if state == "running" and s.turn_state == "requires_action" then
+  if s.waiting and (state == "ready" or state == "starting") then
+    return WAITING[s.waiting] or state
+  elseif state == "running" and s.turn_state == "requires_action" then
     return "waiting for you"
   elseif state == "running" and s.turn_state == "cancelling" then
     return "cancelling…"

@@ -287,6 +287,9 @@ class Rewind:
                 await self.say(session, f"y = 2\n```\nsteered: {self.steering.pop(session)}")
             else:
                 await self.say(session, f" steered: {self.steering.pop(session)}")
+        elif text.startswith("title "):  # the session titled by its first words
+            await self.update(session, {"sessionUpdate": "session_info_update", "title": text[6:]})
+            await self.say(session, f"{session}: {text}")
         elif text == "ask":
             await self.ask(session)
         elif text == "compact":
