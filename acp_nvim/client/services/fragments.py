@@ -46,7 +46,7 @@ class Fragments:
     def __init__(self, editor: Editor, tasks: Tasks) -> None:
         self._editor = editor
         self._tasks = tasks
-        self._starts: dict[_Key, int | None] = {}  # None: being read
+        self._starts: dict[_Key, int | None] = {}  # None: being read, or no file
 
     def __repr__(self) -> str:
         return f"<Fragments {len(self._starts)} diffs>"
@@ -72,13 +72,13 @@ class Fragments:
         try:
             text = (await files.load(self._editor, files.absolute(path))).text
         except FileError:
-            text = None
+            return  # no file to place it in (not written yet, gone): drawn as sent
         found_at = partial(fragment_start, old=old, new=new)
-        start = 0 if text is None else await anyio.to_thread.run_sync(found_at, text)
+        start = await anyio.to_thread.run_sync(found_at, text)
         self._starts[key] = start
         parts = [p for p in call.content if isinstance(p, DiffPart) and p.start is None]
         found = [p for p in parts if (p.path, p.old_text, p.new_text) == key]
         for part in found:
             part.start = start
-        if found:
+        if found and start != 1:  # at line 1 it was drawn so already
             placed()
