@@ -947,6 +947,27 @@ def test_the_picker_opens_a_stored_chat(editor: Editor) -> None:
     assert len(editor.lua("return require('acp').chats()")) == 1
 
 
+def test_the_picker_finds_a_chat_by_words_of_two_of_its_turns(editor: Editor) -> None:
+    """`:AcpHistory zebra giraffe` said "no stored chat holds zebra giraffe" of a chat
+    whose first prompt said zebra and second giraffe: every word had to be in one
+    prompt, reply or tool call."""
+    a_kept_chat(editor)
+    send(editor, "giraffe", 2)
+    kept(editor, "giraffe")
+    editor.lua(
+        """
+        _G.shown = {}
+        vim.ui.select = function(items, opts, choice)
+          table.insert(_G.shown, vim.tbl_map(opts.format_item or tostring, items))
+        end
+        """
+    )
+    editor.nvim.command("AcpHistory zebra giraffe")
+    [[item]] = editor.lua("return _G.shown")
+    assert item.startswith("hello zebra · kept · ") and item.endswith("  echo: hello zebra")
+    assert editor.lua("return _G.acp_notices") == []
+
+
 def test_the_picker_exports_renames_and_deletes(editor: Editor) -> None:
     a_kept_chat(editor)
     path = editor.tmp / "picked.md"

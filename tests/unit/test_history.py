@@ -72,6 +72,19 @@ def test_search_finds_words_of_prompts_and_replies_newest_first(tmp_path: Path) 
     assert store.search("  ") == store.search(None)
 
 
+def test_search_finds_a_chat_by_words_of_different_blocks(tmp_path: Path) -> None:
+    """Every word of the query had to be in one block: a word of the prompt and one
+    of the reply (or of another turn) found nothing, though the chat holds both."""
+    store = store_at(tmp_path)
+    both = chat_with(store, "fix the parser", "done, the Zebra module works")
+    chat_with(store, "zebra only", "nothing else")
+    assert [h.chat.id for h in store.search("parser zebra")] == [both]
+    assert [h.chat.id for h in store.search("pars* zeb*")] == [both]
+    assert [h.chat.id for h in store.search("parser zebra", limit=1)] == [both]
+    assert store.search("parser zebra")[0].snippet == "fix the parser"
+    assert store.search("parser giraffe") == []
+
+
 def test_search_finds_words_of_scripts_written_without_spaces(tmp_path: Path) -> None:
     """Chinese and Japanese (Thai, ...) put no space between words: the index holds
     a whole run as one word, and `:AcpHistory テキスト` found nothing."""

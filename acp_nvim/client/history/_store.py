@@ -499,8 +499,8 @@ class Store:
             return [Hit(ChatRow(*row), "") for row in rows]
         indexed = [fold(w) for w in words if not _UNSPACED.search(w)]
         scanned = [w.rstrip("*") for w in words if _UNSPACED.search(w)]
-        match = " AND ".join(f'"{w[:-1]}"*' if w.endswith("*") else f'"{w}"' for w in indexed)
-        found = self._matching(_Hits(match, scanned), filters, params, limit)
+        terms = [f'"{w[:-1]}"*' if w.endswith("*") else f'"{w}"' for w in indexed]
+        found = self._matching(_Hits(terms, scanned), filters, params, limit)
         return [Hit(chat, self._snippet(rowid, words)) for chat, rowid in found]
 
     def _matching(
@@ -529,7 +529,7 @@ class Store:
                     f"SELECT {_CHAT_COLUMNS} FROM chats WHERE id = ? AND {filters}",
                     (chat_id, *params),
                 )
-                if rows and self._holds(chat_id, hits.scanned):
+                if rows and self._holds(chat_id, hits):
                     found[chat_id] = ChatRow(*rows[0])
                     if len(found) >= limit:
                         complete = False
@@ -550,22 +550,29 @@ class Store:
             for row in later:
                 first = row[0] << SEQ_BITS
                 hit = self._run(*hits.newest_first((first, first + (1 << SEQ_BITS)), 1))
-                if hit and self._holds(row[0], hits.scanned):
+                if hit and self._holds(row[0], hits):
                     newest[row[0]] = hit[0][0]
                     ranked.append(ChatRow(*row))
             ranked.sort(key=lambda chat: chat.updated_at, reverse=True)
         return [(chat, newest[chat.id]) for chat in ranked[:limit]]
 
-    def _holds(self, chat_id: int, texts: list[str]) -> bool:
-        """Whether the chat's prompts, replies or tool calls hold each of ``texts``."""
-        first = chat_id << SEQ_BITS
+    def _holds(self, chat_id: int, hits: _Hits) -> bool:
+        """Whether the chat's prompts, replies or tool calls hold every word of the
+        query besides the one its hit was found by: each in any of its blocks."""
+        within = (chat_id << SEQ_BITS, (chat_id + 1) << SEQ_BITS)
         return all(
+            self._run(
+                "SELECT 1 FROM search WHERE search MATCH ? AND rowid >= ? AND rowid < ? LIMIT 1",
+                (term, *within),
+            )
+            for term in hits.terms[1:]
+        ) and all(
             self._run(
                 f"SELECT 1 FROM blocks WHERE id >= ? AND id < ? AND kind IN {SEARCHED} "
                 "AND instr(text, ?) > 0 LIMIT 1",
-                (first, first + (1 << SEQ_BITS), text),
+                (*within, text),
             )
-            for text in texts
+            for text in hits.scanned
         )
 
     def _snippet(self, rowid: int, words: list[str]) -> str:
@@ -606,12 +613,13 @@ _UNSPACED = re.compile(
 
 
 class _Hits:
-    """The blocks a query's words are found in: ``match`` (FTS5) over the index, else
-    the first of ``scanned`` (words of unspaced scripts) in the text. A chat is found
-    once it also holds every one of ``scanned`` (``Store._holds``)."""
+    """The blocks a query's first word is found in: the first of ``terms`` (FTS5
+    phrases) over the index, else the first of ``scanned`` (words of unspaced
+    scripts) in the text. A chat is found once it also holds every other word, each
+    in any of its blocks (``Store._holds``): a prompt's word and a reply's find it."""
 
-    def __init__(self, match: str, scanned: list[str]) -> None:
-        self.match = match
+    def __init__(self, terms: list[str], scanned: list[str]) -> None:
+        self.terms = terms
         self.scanned = scanned
 
     def newest_first(
@@ -619,8 +627,8 @@ class _Hits:
     ) -> tuple[str, tuple[Any, ...]]:
         """The statement reading their ids newest first (``within``: an id range)."""
         params: tuple[Any, ...]
-        if self.match:
-            sql, params = "SELECT rowid FROM search WHERE search MATCH ?", (self.match,)
+        if self.terms:
+            sql, params = "SELECT rowid FROM search WHERE search MATCH ?", (self.terms[0],)
         else:
             sql = f"SELECT id FROM blocks WHERE kind IN {SEARCHED} AND instr(text, ?) > 0"
             params = (self.scanned[0],)
