@@ -519,6 +519,7 @@ class Store:
         cursor = None
         try:
             # In the try: a damaged index fails here, said as the file's damage.
+            hits.rarest_first(self._db)
             cursor = self._db.execute(*hits.newest_first())
             for (rowid,) in cursor:
                 chat_id = rowid >> SEQ_BITS
@@ -612,15 +613,28 @@ _UNSPACED = re.compile(
 )
 
 
+# The hits of a query word counted to tell which is rarest: beyond this, "common".
+_PROBED = 2000
+
+
 class _Hits:
     """The blocks a query's first word is found in: the first of ``terms`` (FTS5
-    phrases) over the index, else the first of ``scanned`` (words of unspaced
-    scripts) in the text. A chat is found once it also holds every other word, each
-    in any of its blocks (``Store._holds``): a prompt's word and a reply's find it."""
+    phrases, the rarest first once ``rarest_first`` ran) over the index, else the
+    first of ``scanned`` (words of unspaced scripts) in the text. A chat is found
+    once it also holds every other word, each in any of its blocks
+    (``Store._holds``): a prompt's word and a reply's find it."""
 
     def __init__(self, terms: list[str], scanned: list[str]) -> None:
         self.terms = terms
         self.scanned = scanned
+
+    def rarest_first(self, db: sqlite3.Connection) -> None:
+        """Put first the word in fewest blocks (counted up to ``_PROBED``): every hit
+        of the first is read, where a common word beside a rare one (`the parser`)
+        would read most of the index."""
+        if len(self.terms) > 1:
+            probe = "SELECT count(*) FROM (SELECT 1 FROM search WHERE search MATCH ? LIMIT ?)"
+            self.terms.sort(key=lambda term: db.execute(probe, (term, _PROBED)).fetchone()[0])
 
     def newest_first(
         self, within: tuple[int, int] | None = None, limit: int = -1
