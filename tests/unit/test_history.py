@@ -99,7 +99,7 @@ def test_search_across_blocks_is_newest_first_and_limited_over_many_chats(
     mixed = []
     for n in range(30):
         mixed.append(chat_with(store, f"zebra {n}", "ok", f"a giraffe {n}"))
-        chat_with(store, f"zebra alone {n}", "ok")
+        chat_with(store, f"zebra alone {n}", "zebra again")
         chat_with(store, f"giraffe alone {n}", "ok")
     newest = mixed[::-1]
     assert [h.chat.id for h in store.search("zebra giraffe", limit=3)] == newest[:3]

@@ -660,7 +660,7 @@ class _Walk:
         count = max(1, len(hits.terms))
         self._cursors: list[sqlite3.Cursor | None] = [None] * count
         self._at = [0] * count  # the last hit each one read
-        self._top = [0] * count  # the chat each one was opened below (and at)
+        self._top = [0] * count  # the chat of the first hit each one read since opened
         self._read = [0] * count  # the hits each one read since
 
     def chats(self) -> Iterator[tuple[int, int]]:
@@ -704,7 +704,8 @@ class _Walk:
         row = cursor.fetchone()
         if row is None:
             return None
-        self._at[term], self._top[term], self._read[term] = row[0], target, 1
+        self._at[term], self._read[term] = row[0], 1
+        self._top[term] = self._at[term] >> SEQ_BITS
         return self._at[term] >> SEQ_BITS
 
     def close(self) -> None:
