@@ -901,20 +901,28 @@ def test_two_neovims_writing_at_once_keep_both_chats(editor: Editor) -> None:
             assert len(editor.lua(HISTORY, {"query": word})) == 1, word
 
 
-def test_the_picker_opens_a_stored_chat(editor: Editor) -> None:
+def two_turns_and_pickers_shown(editor: Editor, pick: bool) -> None:
+    """A kept chat of two turns (zebra, giraffe); every vim.ui.select's items listed
+    in ``_G.shown`` as shown, the first one picked when ``pick``."""
     a_kept_chat(editor)
     send(editor, "giraffe", 2)
     kept(editor, "giraffe")
-    # vim.ui.select picks the first entry, then "open".
     editor.lua(
         """
+        local pick = ...
         _G.shown = {}
         vim.ui.select = function(items, opts, choice)
           table.insert(_G.shown, vim.tbl_map(opts.format_item or tostring, items))
-          choice(items[1])
+          if pick then choice(items[1]) end
         end
-        """
+        """,
+        pick,
     )
+
+
+def test_the_picker_opens_a_stored_chat(editor: Editor) -> None:
+    # vim.ui.select picks the first entry, then "open".
+    two_turns_and_pickers_shown(editor, pick=True)
     # Open here: "open" goes to that chat. Two chats on one would both write it.
     editor.nvim.command("AcpHistory zebra")
     shown = editor.lua("return _G.shown")
@@ -936,6 +944,17 @@ def test_the_picker_opens_a_stored_chat(editor: Editor) -> None:
     # Opened again (the API's way): the chat that shows it.
     assert editor.lua("return require('acp').open({history = require('acp').status().history})") == 2
     assert len(editor.lua("return require('acp').chats()")) == 1
+
+
+def test_the_picker_finds_a_chat_by_words_of_two_of_its_turns(editor: Editor) -> None:
+    """`:AcpHistory zebra giraffe` said "no stored chat holds zebra giraffe" of a chat
+    whose first prompt said zebra and second giraffe: every word had to be in one
+    prompt, reply or tool call."""
+    two_turns_and_pickers_shown(editor, pick=False)
+    editor.nvim.command("AcpHistory zebra giraffe")
+    [[item]] = editor.lua("return _G.shown")
+    assert item.startswith("hello zebra · kept · ") and item.endswith("  echo: hello zebra")
+    assert editor.lua("return _G.acp_notices") == []
 
 
 def test_the_picker_exports_renames_and_deletes(editor: Editor) -> None:

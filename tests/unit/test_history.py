@@ -73,6 +73,43 @@ def test_search_finds_words_of_prompts_and_replies_newest_first(tmp_path: Path) 
     assert store.search("  ") == store.search(None)
 
 
+def test_search_finds_a_chat_by_words_of_different_blocks(tmp_path: Path) -> None:
+    """Every word of the query had to be in one block: a word of the prompt and one
+    of the reply (or of another turn) found nothing, though the chat holds both."""
+    store = store_at(tmp_path)
+    both = chat_with(store, "fix the parser", "done, the Zebra module works")
+    chat_with(store, "zebra only", "nothing else")
+    assert [h.chat.id for h in store.search("parser zebra")] == [both]
+    assert [h.chat.id for h in store.search("pars* zeb*")] == [both]
+    assert [h.chat.id for h in store.search("parser zebra", limit=1)] == [both]
+    assert store.search("parser zebra")[0].snippet == "fix the parser"
+    assert store.search("parser giraffe") == []
+
+
+@pytest.mark.parametrize("skipped", [_store._SKIPPED, 1])
+def test_search_across_blocks_is_newest_first_and_limited_over_many_chats(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, skipped: int
+) -> None:
+    """Chats holding the words only in different turns are newer than the one
+    holding them in one block: they come first, and ``limit`` keeps the newest
+    (``skipped`` 1: a word's hits read again below each chat, as a word far
+    commoner than the other's are)."""
+    monkeypatch.setattr(_store, "_SKIPPED", skipped)
+    store = store_at(tmp_path)
+    one_block = chat_with(store, "zebra and giraffe", "ok")
+    mixed = []
+    for n in range(30):
+        mixed.append(chat_with(store, f"zebra {n}", "ok", f"a giraffe {n}"))
+        chat_with(store, f"zebra alone {n}", "zebra again")
+        chat_with(store, f"giraffe alone {n}", "ok")
+    newest = mixed[::-1]
+    assert [h.chat.id for h in store.search("zebra giraffe", limit=3)] == newest[:3]
+    assert [h.chat.id for h in store.search("giraffe zebra", limit=3)] == newest[:3]
+    everything = [h.chat.id for h in store.search("zebra giraffe", limit=100)]
+    assert everything == [*newest, one_block]
+    assert store.search("zebra giraffe", limit=1)[0].snippet == "zebra 29"
+
+
 def test_search_finds_words_of_scripts_written_without_spaces(tmp_path: Path) -> None:
     """Chinese and Japanese (Thai, ...) put no space between words: the index holds
     a whole run as one word, and `:AcpHistory テキスト` found nothing."""
@@ -574,7 +611,9 @@ def test_a_chat_is_recorded_and_drawn_again_as_it_was(tmp_path: Path) -> None:
         assert [op["lines"] for op in again] == [drawn[b.key]["lines"] for b in blocks]
         text = markdown(hit.chat, blocks)
         assert "## You\n\nlook at this" in text and "```diff" in text and "-one" in text
-        assert "## You\n\nlook at this\n\n- attached: shot.png (file:///shot.png, 300 bytes)\n" in text
+        assert (
+            "## You\n\nlook at this\n\n- attached: shot.png (file:///shot.png, 300 bytes)\n" in text
+        )
         assert "*Attached" not in text
         assert "*Turn ended: end_turn*" in text
 
@@ -657,7 +696,6 @@ def test_an_exported_diff_of_a_markdown_file_stays_in_its_fenced_block() -> None
     assert lines[closed + 1 :] == ["", "## Agent", "", "done", ""]
 
 
-
 @pytest.mark.parametrize("title", ["# Goal look at this ##", "##", "C# notes #"])
 def test_an_exported_title_ending_in_hashes_keeps_them(title: str) -> None:
     """The v1 demo's title "# Goal look at this ##" was exported as the heading
@@ -684,7 +722,10 @@ def test_an_exported_title_ending_in_hashes_keeps_them(title: str) -> None:
         ("*x*", "\\*x\\*"),
         ("# foo", "# foo"),
         ("Run `make` in read_file", "Run \\`make\\` in read_file"),
-        ("see [docs](u) <b> &amp; ~~old~~ _x_", "see \\[docs](u) \\<b> \\&amp; \\~\\~old\\~\\~ \\_x\\_"),
+        (
+            "see [docs](u) <b> &amp; ~~old~~ _x_",
+            "see \\[docs](u) \\<b> \\&amp; \\~\\~old\\~\\~ \\_x\\_",
+        ),
         ("C:\\*.txt", "C:\\\\\\*.txt"),
     ],
 )
@@ -1122,7 +1163,9 @@ def test_a_hand_over_kept_before_its_note_was_named_still_tells_whose_turns(
         ("#message:m6", 2, "user", "go on"),
         ("#message:m7", 2, "agent", "echo: go on"),
     ]
-    blocks = [StoredBlock(seq, key, turn, kind, text) for seq, (key, turn, kind, text) in enumerate(rows)]
+    blocks = [
+        StoredBlock(seq, key, turn, kind, text) for seq, (key, turn, kind, text) in enumerate(rows)
+    ]
     assert store.write(chat_id, blocks, {"turns": 2}) == "written"
 
     async def run() -> None:
@@ -1136,7 +1179,9 @@ def test_a_hand_over_kept_before_its_note_was_named_still_tells_whose_turns(
             await history.reopen(chat, *found)
             carried = history.carried(chat) or ""
             said = [intro, "echo: hello zebra", handed, forked, "go on"]
-            assert [carried.index(words) for words in said] == sorted(carried.index(w) for w in said)
+            assert [carried.index(words) for words in said] == sorted(
+                carried.index(w) for w in said
+            )
             assert restarted not in carried
             await history.close()
             group.cancel_scope.cancel()
@@ -1294,7 +1339,9 @@ def test_a_chat_an_older_acp_nvim_made_without_a_turn_is_not_listed(tmp_path: Pa
     schema_3(path, {1: ["kept before"]})
     older = sqlite3.connect(path, isolation_level=None)  # opened before the upgrade
     newer = Store(str(path))
-    older.execute("INSERT INTO chats(agent, cwd, created_at, updated_at) VALUES ('demo', '/p', 0, 9e9)")
+    older.execute(
+        "INSERT INTO chats(agent, cwd, created_at, updated_at) VALUES ('demo', '/p', 0, 9e9)"
+    )
     unwritten = newer.new_chat("demo", "/p")
     assert [h.chat.id for h in newer.search()] == [1]
     assert [h.chat.id for h in newer.search(agent="demo", cwd=["/p"])] == [1]

@@ -499,8 +499,8 @@ class Store:
             return [Hit(ChatRow(*row), "") for row in rows]
         indexed = [fold(w) for w in words if not _UNSPACED.search(w)]
         scanned = [w.rstrip("*") for w in words if _UNSPACED.search(w)]
-        match = " AND ".join(f'"{w[:-1]}"*' if w.endswith("*") else f'"{w}"' for w in indexed)
-        found = self._matching(_Hits(match, scanned), filters, params, limit)
+        terms = [f'"{w[:-1]}"*' if w.endswith("*") else f'"{w}"' for w in indexed]
+        found = self._matching(_Hits(terms, scanned), filters, params, limit)
         return [Hit(chat, self._snippet(rowid, words)) for chat, rowid in found]
 
     def _matching(
@@ -516,20 +516,16 @@ class Store:
         newest: dict[int, int] = {}  # chat id → its newest matching block
         found: dict[int, ChatRow] = {}
         complete = True
-        cursor = None
+        walk = _Walk(self._db, hits)
         try:
             # In the try: a damaged index fails here, said as the file's damage.
-            cursor = self._db.execute(*hits.newest_first())
-            for (rowid,) in cursor:
-                chat_id = rowid >> SEQ_BITS
-                if chat_id in newest:
-                    continue
-                newest[chat_id] = rowid
+            for chat_id, rowid in walk.chats():
                 rows = self._run(
                     f"SELECT {_CHAT_COLUMNS} FROM chats WHERE id = ? AND {filters}",
                     (chat_id, *params),
                 )
-                if rows and self._holds(chat_id, hits.scanned):
+                if rows and self._holds(chat_id, hits.tested):
+                    newest[chat_id] = rowid
                     found[chat_id] = ChatRow(*rows[0])
                     if len(found) >= limit:
                         complete = False
@@ -537,11 +533,10 @@ class Store:
         except sqlite3.Error as err:
             raise _describe(err, self.path) from None
         finally:
-            if cursor is not None:
-                cursor.close()
+            walk.close()
         ranked = sorted(found.values(), key=lambda chat: chat.updated_at, reverse=True)
         if not complete:
-            oldest = min(newest)
+            oldest = min(found)  # every chat from the newest to it was tested
             later = self._run(
                 f"SELECT {_CHAT_COLUMNS} FROM chats WHERE id < ? AND updated_at > ? AND "
                 f"{filters} ORDER BY updated_at DESC",
@@ -550,11 +545,23 @@ class Store:
             for row in later:
                 first = row[0] << SEQ_BITS
                 hit = self._run(*hits.newest_first((first, first + (1 << SEQ_BITS)), 1))
-                if hit and self._holds(row[0], hits.scanned):
+                if hit and self._holds_all(row[0], hits):
                     newest[row[0]] = hit[0][0]
                     ranked.append(ChatRow(*row))
             ranked.sort(key=lambda chat: chat.updated_at, reverse=True)
         return [(chat, newest[chat.id]) for chat in ranked[:limit]]
+
+    def _holds_all(self, chat_id: int, hits: _Hits) -> bool:
+        """Whether the chat holds every word of the query besides its first, each
+        in any of its blocks: one query per word (for the few chats tested alone)."""
+        within = (chat_id << SEQ_BITS, (chat_id + 1) << SEQ_BITS)
+        return all(
+            self._run(
+                "SELECT 1 FROM search WHERE search MATCH ? AND rowid >= ? AND rowid < ? LIMIT 1",
+                (term, *within),
+            )
+            for term in hits.terms[1:]
+        ) and self._holds(chat_id, hits.tested)
 
     def _holds(self, chat_id: int, texts: list[str]) -> bool:
         """Whether the chat's prompts, replies or tool calls hold each of ``texts``."""
@@ -606,21 +613,25 @@ _UNSPACED = re.compile(
 
 
 class _Hits:
-    """The blocks a query's words are found in: ``match`` (FTS5) over the index, else
-    the first of ``scanned`` (words of unspaced scripts) in the text. A chat is found
-    once it also holds every one of ``scanned`` (``Store._holds``)."""
+    """The blocks a query's words are found in: ``terms`` (FTS5 phrases) over the
+    index, else the first of ``scanned`` (words of unspaced scripts) in the text. A
+    chat is found once it holds every word, each in any of its blocks: a prompt's
+    word and a reply's find it."""
 
-    def __init__(self, match: str, scanned: list[str]) -> None:
-        self.match = match
+    def __init__(self, terms: list[str], scanned: list[str]) -> None:
+        self.terms = terms
         self.scanned = scanned
+        # The scanned words a found chat is tested for: all but one that found it.
+        self.tested = scanned[not terms :]
 
     def newest_first(
-        self, within: tuple[int, int] | None = None, limit: int = -1
+        self, within: tuple[int, int] | None = None, limit: int = -1, term: int = 0
     ) -> tuple[str, tuple[Any, ...]]:
-        """The statement reading their ids newest first (``within``: an id range)."""
+        """The statement reading the ids of the blocks holding ``terms[term]`` (of
+        ``scanned[0]`` without terms) newest first (``within``: an id range)."""
         params: tuple[Any, ...]
-        if self.match:
-            sql, params = "SELECT rowid FROM search WHERE search MATCH ?", (self.match,)
+        if self.terms:
+            sql, params = "SELECT rowid FROM search WHERE search MATCH ?", (self.terms[term],)
         else:
             sql = f"SELECT id FROM blocks WHERE kind IN {SEARCHED} AND instr(text, ?) > 0"
             params = (self.scanned[0],)
@@ -628,6 +639,79 @@ class _Hits:
             sql += " AND rowid >= ? AND rowid < ?"
             params += within
         return sql + " ORDER BY rowid DESC LIMIT ?", (*params, limit)
+
+
+# The hits of a word read past chats before its statement is opened again below
+# them: FTS5 opens one in about as long as it reads 600 hits.
+_SKIPPED = 200
+
+
+class _Walk:
+    """The chats holding every one of a query's terms (or its first scanned word),
+    newest first, each with its newest block holding the first: a leapfrog join of
+    each term's hits, read newest first. Two common words' chats are found reading
+    their few hits in each, where a statement per chat and word cost a millisecond;
+    a word's statement opens again below a chat when reading its hits down to it
+    would cost more (a word in most blocks beside a rare one)."""
+
+    def __init__(self, db: sqlite3.Connection, hits: _Hits) -> None:
+        self._db = db
+        self._hits = hits
+        count = max(1, len(hits.terms))
+        self._cursors: list[sqlite3.Cursor | None] = [None] * count
+        self._at = [0] * count  # the last hit each one read
+        self._top = [0] * count  # the chat of the first hit each one read since opened
+        self._read = [0] * count  # the hits each one read since
+
+    def chats(self) -> Iterator[tuple[int, int]]:
+        target = (2**63 - 1 >> SEQ_BITS) - 1  # the newest chat that may hold them all
+        while True:
+            for term in range(len(self._cursors)):
+                chat_id = self._reach(term, target)
+                if chat_id is None:
+                    return
+                if chat_id < target:
+                    target = chat_id
+                    break
+            else:
+                yield target, self._at[0]
+                target -= 1
+
+    def _reach(self, term: int, target: int) -> int | None:
+        """The chat of the newest hit of ``term`` in chat ``target`` or before."""
+        below = (target + 1) << SEQ_BITS
+        cursor = self._cursors[term]
+        if cursor is not None and self._at[term] < below:
+            return self._at[term] >> SEQ_BITS
+        chat_id = self._at[term] >> SEQ_BITS
+        per_chat = self._read[term] / (self._top[term] - chat_id + 1)
+        if cursor is None or (chat_id - target) * per_chat > _SKIPPED:
+            return self._open(term, target)
+        for read, (rowid,) in enumerate(cursor, 1):
+            if rowid < below:
+                self._at[term], self._read[term] = rowid, self._read[term] + read
+                return self._at[term] >> SEQ_BITS
+            if read == _SKIPPED:
+                return self._open(term, target)
+        return None
+
+    def _open(self, term: int, target: int) -> int | None:
+        """Read ``term``'s hits again from the newest in chat ``target`` or before."""
+        if (old := self._cursors[term]) is not None:
+            old.close()
+        below = (0, (target + 1) << SEQ_BITS)
+        cursor = self._cursors[term] = self._db.execute(*self._hits.newest_first(below, term=term))
+        row = cursor.fetchone()
+        if row is None:
+            return None
+        self._at[term], self._read[term] = row[0], 1
+        self._top[term] = self._at[term] >> SEQ_BITS
+        return self._at[term] >> SEQ_BITS
+
+    def close(self) -> None:
+        for cursor in self._cursors:
+            if cursor is not None:
+                cursor.close()
 
 
 def _cut(text: str, words: list[str], around: int = 6) -> str:
