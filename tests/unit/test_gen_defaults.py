@@ -128,3 +128,8 @@ def test_the_generated_doc_sections_carry_no_markers_help_would_show() -> None:
     assert "<!--" not in doc
     assert gen_doc.render(doc) == doc  # found by the lines around them, and stable
     assert "*acp-option-chat.width*" in doc and "*hl-AcpQueued*" in doc
+    # :help wraps a longer line mid-word: generated lines keep to the modeline's
+    # 'textwidth' (one word longer than that, a Lua type, has a line of its own).
+    for section in (gen_doc.options_section(), gen_doc.highlights_section()):
+        long = [line for line in section.splitlines() if len(line) > 78 and len(line.split()) > 1]
+        assert long == []
