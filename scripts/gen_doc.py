@@ -60,7 +60,8 @@ def _fill(text: str, first: str, rest: str) -> str:
 
 
 def agents_section() -> str:
-    return "\n".join(f"    {name:<16}{command}" for name, command in agent_rows())
+    rows = (f"{name:<16}{command}" for name, command in agent_rows())
+    return "\n".join(_fill(row, " " * 4, " " * 20) for row in rows)
 
 
 # The syntax groups of |group-name|: Neovim's help has no hl- tag for them.
