@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import textwrap
 from pathlib import Path
 
 from gen_defaults import Option, agent_rows, option_rows
@@ -41,11 +42,26 @@ def _option(option: Option) -> str:
     tag = f"*acp-option-{option.key}*"
     default = "required" if option.required else f"default: `{option.default}`"
     facts = ", ".join(f for f in (default, option.bounds) if f)
-    return f"{tag:>78}\n{option.key}  `{option.lua_type}`  ({facts})\n    {option.text}\n"
+    head = _fill(f"{option.key}  `{option.lua_type}`  ({facts})", "", "  ")
+    return f"{tag:>78}\n{head}\n{_fill(option.text, '    ', '    ')}\n"
+
+
+def _fill(text: str, first: str, rest: str) -> str:
+    """``text`` in lines of at most 78 columns, as the modeline's 'textwidth' (a
+    word longer than that, such as a long Lua type, keeps a line of its own)."""
+    return textwrap.fill(
+        text,
+        width=78,
+        initial_indent=first,
+        subsequent_indent=rest,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
 
 
 def agents_section() -> str:
-    return "\n".join(f"    {name:<16}{command}" for name, command in agent_rows())
+    rows = (f"{name:<16}{command}" for name, command in agent_rows())
+    return "\n".join(_fill(row, " " * 4, " " * 20) for row in rows)
 
 
 # The syntax groups of |group-name|: Neovim's help has no hl- tag for them.
@@ -68,7 +84,7 @@ def highlights_section() -> str:
     for name, link, text in rows:
         tag = f"*hl-{name}*"
         target = f"`{link}`, |group-name|" if link in SYNTAX_GROUPS else f"|hl-{link}|"
-        out.append(f"{tag:>78}\n{name:<20} {text} (links to {target})")
+        out.append(f"{tag:>78}\n{_fill(f'{name:<20} {text} (links to {target})', '', ' ' * 21)}")
     return "\n".join(out)
 
 

@@ -678,6 +678,14 @@ def test_checkhealth_reports_python_and_agents(editor: Editor) -> None:
         in text
     )
     assert "OK fetched" not in text
+    # A built-in agent you did not configure is no error when missing (as :help
+    # acp-health says): it is listed with what it needs.
+    assert "ERROR gemini" not in text
+    assert (
+        "OK gemini: gemini --acp" in text
+        or "gemini: cannot start here, needs 'gemini' on PATH (gemini --acp)" in text
+    )
+    assert "protocol log keeps 5000 lines" in text
     lines = editor.nvim.current.buffer[:]
     section = lines[lines.index("Agents ~") + 1 : lines.index("MCP ~")]
     named = [line.split(":")[0].split()[-1] for line in section if line.startswith("- ")]

@@ -8,7 +8,10 @@ from pathlib import Path
 import pytest
 
 from acp_nvim.client.config import Config, ConfigError, builtin_agents, load_config
-from tests.nvim.conftest import Editor
+from tests.nvim.conftest import ROOT, Editor
+
+HELP = (ROOT / "doc" / "acp.txt").read_text()
+README = (ROOT / "README.md").read_text()
 
 
 def test_lua_defaults_are_the_python_defaults(editor: Editor) -> None:
@@ -416,3 +419,37 @@ def test_checkhealth_without_python_still_lists_the_wrong_options(editor: Editor
     text = "\n".join(editor.nvim.current.buffer[:])
     assert 'ERROR Python "/no/such/python3" not found' in text
     assert "ERROR invalid option chat.width: expected a number, got a string" in text
+
+
+# Each `setup()` example of the README and of doc/acp.txt, and the README's lazy.nvim
+# spec (its `opts`), as a user would paste it.
+SETUP_EXAMPLES = [
+    *(m[1] for m in re.finditer(r">(?:lua)?\n(.*?)\n<", HELP, re.S) if 'require("acp").setup(' in m[1]),
+    *(m[1] for m in re.finditer(r"```lua\n(.*?)```", README, re.S) if "setup(" in m[1]),
+    *(f"return {m[1]}" for m in re.finditer(r"```lua\n(\{.*?)```", README, re.S)),
+]
+# Runs an example with require("acp") standing in: what it gives setup() (or a
+# spec's `opts`) is returned, and vim.cmd does nothing (`packadd`).
+RUN_EXAMPLE = """
+local code = ...
+local given
+local stub = { setup = function(opts) given = opts end }
+local env = setmetatable({
+  require = function(name) return name == "acp" and stub or require(name) end,
+  vim = setmetatable({ cmd = setmetatable({}, { __index = function() return function() end end }),
+                       g = {} }, { __index = vim }),
+}, { __index = _G })
+local spec = setfenv(assert(loadstring(code)), env)()
+given = given or spec.opts
+return { given = given, problems = require("acp.config").check(given) }
+"""
+
+
+def test_every_setup_example_of_the_docs_is_a_valid_one(editor: Editor) -> None:
+    """What the README and :help acp show is what a user pastes: each example's
+    options pass setup()'s check and the Python side's."""
+    assert len(SETUP_EXAMPLES) >= 9
+    for example in SETUP_EXAMPLES:
+        checked = editor.lua(RUN_EXAMPLE, example)
+        assert checked["problems"] == [], example
+        load_config(checked["given"])

@@ -1,6 +1,8 @@
-"""The public surface is pinned: every `require("acp")` function, user command and
-`User` event has its tag in doc/acp.txt and every such tag names one that exists;
-`status()` returns exactly the fields `acp.Status` annotates (and the doc shows)."""
+"""The public surface is pinned: every `require("acp")` function, user command,
+`User` event and editor MCP tool has its tag in doc/acp.txt and every such tag names
+one that exists; a command's usage lines and a tool's show the arguments it takes;
+every highlight group the Lua names is defined (so tagged); `status()` returns
+exactly the fields `acp.Status` annotates (and the doc shows)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
+from acp_nvim.client.config import EDITOR_TOOLS
 from acp_nvim.client.editor import Event
 from tests.nvim.conftest import ROOT, Editor
 
@@ -91,6 +94,81 @@ def test_every_event_has_a_tag_and_every_tag_an_event() -> None:
         )
     ]
     assert fired == [("acp/host/init.lua", "item.name")]
+
+
+def test_every_mcp_tool_has_a_tag_over_its_arguments() -> None:
+    """The editor MCP server's tools had no tags, and `run_command`'s defaults and
+    bounds were nowhere: each entry's first line shows the tool's input schema,
+    {required} and [{optional}] arguments in the schema's order."""
+    from acp_nvim.client.mcp import _tools
+
+    tagged = {m[1] for t in TAGS if (m := re.fullmatch(r"acp-mcp-tool-(\w+)", t))}
+    same(set(EDITOR_TOOLS), tagged, "editor MCP tools")
+    for name in EDITOR_TOOLS:
+        schema = _tools.describe(name, "2025-11-25")["inputSchema"]
+        required = set(schema.get("required", ()))
+        args = [f"{{{a}}}" if a in required else f"[{{{a}}}]" for a in schema["properties"]]
+        usage = DOC.split(f"*acp-mcp-tool-{name}*\n", 1)[1].splitlines()[0]
+        assert usage == " ".join([name, *args])
+
+
+def test_every_highlight_group_the_lua_names_is_defined_and_tagged() -> None:
+    """A group the Lua draws with but highlights.lua does not list is neither
+    defined (no colour) nor in doc/acp.txt: every Acp word under lua/ is a group
+    of that list, a command, an event, or the host's own function."""
+    lua = (ROOT / "lua" / "acp" / "highlights.lua").read_text()
+    groups = set(re.findall(r'\{ "(Acp\w+)", "\w+", "[^"]+" \}', lua))
+    assert {t.removeprefix("hl-") for t in TAGS if t.startswith("hl-Acp")} == groups
+    commands = set(re.findall(r'command\("(Acp\w+)"', (ROOT / "plugin" / "acp.lua").read_text()))
+    named = {
+        (path.relative_to(ROOT).as_posix(), word)
+        for path in (ROOT / "lua").rglob("*.lua")
+        for word in re.findall(r"\bAcp[A-Z]\w*", path.read_text())
+    }
+    known = groups | commands | set(typing.get_args(Event)) | {"AcpHostNotify"}
+    assert {(path, word) for path, word in named if word not in known} == set()
+
+
+def usage_forms(command: str) -> list[tuple[bool, bool, list[str]]]:
+    """The usage lines of `command` in the commands section of doc/acp.txt:
+    (bang, range, arguments)."""
+    section = DOC.split("*acp-commands*", 1)[1].split("*acp-chat*", 1)[0]
+    forms = []
+    for line in section.splitlines():
+        if m := re.match(rf":(\{{range\}})?{command}(\[!\]|!)?(?=\s|$)(.*)", line):
+            arguments = re.sub(r"\s+\*\S+\*$", "", m[3]).split()
+            forms.append((m[2] is not None, m[1] is not None, arguments))
+    return forms
+
+
+def test_every_commands_usage_shows_the_arguments_it_takes(editor: Editor) -> None:
+    """What `:help :AcpX` shows is what Neovim takes: an [optional] argument for
+    nargs ?, a {required} one for nargs 1, a bang or a range only where the
+    command takes it."""
+    commands = {
+        name: info
+        for name, info in editor.lua("return vim.api.nvim_get_commands({})").items()
+        if name.startswith("Acp")
+    }
+    optional = re.compile(r"\[.*")
+    wrong = []
+    for name, info in commands.items():
+        forms = usage_forms(name)
+        args = [a for _, ranged, a in forms if not ranged]
+        fits = {
+            "0": all(a == [] for a in args),
+            "1": all(len(a) == 1 and not optional.match(a[0]) for a in args),
+            "?": all(len(a) <= 1 and all(optional.match(w) for w in a) for a in args)
+            and any(a for a in args),
+            "+": all(a and not optional.match(a[0]) for a in args),
+            "*": all(all(optional.match(w) for w in a) for a in args) and any(a for a in args),
+        }[info["nargs"]]
+        bang = any(b for b, _, _ in forms) == info["bang"]
+        # Neovim leaves `range` out of a command that takes none.
+        ranged = any(r for _, r, _ in forms) == ("range" in info)
+        if not (forms and fits and bang and ranged):
+            wrong.append((name, info["nargs"], info["bang"], "range" in info, forms))
+    assert wrong == []
 
 
 def annotated_status() -> dict[str, tuple[str, bool]]:

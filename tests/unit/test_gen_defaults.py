@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -128,3 +129,28 @@ def test_the_generated_doc_sections_carry_no_markers_help_would_show() -> None:
     assert "<!--" not in doc
     assert gen_doc.render(doc) == doc  # found by the lines around them, and stable
     assert "*acp-option-chat.width*" in doc and "*hl-AcpQueued*" in doc
+    # :help wraps a longer line mid-word: generated lines keep to the modeline's
+    # 'textwidth' (one word longer than that, a Lua type, has a line of its own).
+    sections = (gen_doc.options_section(), gen_doc.agents_section(), gen_doc.highlights_section())
+    for section in sections:
+        long = [line for line in section.splitlines() if len(line) > 78 and len(line.split()) > 1]
+        assert long == []
+
+
+def test_the_help_s_prose_fits_an_80_column_window() -> None:
+    """:help acp in an 80-column window broke 74 lines mid-word, the longest 142
+    columns: text added into a paragraph without refilling it. Code examples and a
+    line of one word (a Lua type) may be wider."""
+    import unicodedata
+
+    def width(line: str) -> int:
+        return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in line)
+
+    wide, in_code = [], False
+    for number, line in enumerate((ROOT / "doc" / "acp.txt").read_text().splitlines(), 1):
+        if in_code and (line.startswith("<") or (line and not line[0].isspace())):
+            in_code = False
+        if not in_code and width(line) > 80 and len(line.split()) > 1:
+            wide.append(f"{number}: {line}")
+        in_code = in_code or bool(re.search(r"(^| )>(lua|vim|sh)?$", line))
+    assert wide == []
