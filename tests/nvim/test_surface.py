@@ -259,8 +259,9 @@ def test_status_returns_what_acp_status_annotates(editor: Editor) -> None:
     os.kill(the_demo_agent(editor), signal.SIGKILL)
     editor.wait_event("AcpError")
     status = editor.lua("return require('acp').status()")
-    # Only a worktree chat has a worktree (tests/nvim/test_workspaces.py).
-    assert set(status) | {"worktree"} == set(annotated), "status() and acp.Status"
+    # Only a worktree chat has a worktree (tests/nvim/test_workspaces.py), only a chat
+    # awaiting a rewind's or a branch's session is waiting (tests/nvim/test_rewind.py).
+    assert set(status) | {"worktree", "waiting"} == set(annotated), "status() and acp.Status"
     wrong = {
         name: (value, annotated[name][0])
         for name, value in status.items()
