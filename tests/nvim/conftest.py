@@ -46,6 +46,11 @@ def nvim_binary() -> str:
     return found
 
 
+# How long a wait gives a turn whose answer streams tens of thousands of chunks (the
+# demo agent echoes a long prompt a word a chunk), not the 15 s a short turn gets: on
+# two cores at load 12-15, ~1,000 chunks a second, so 24,000 end after ~23 s.
+LONG_TURN = 120
+
 # Marks the batches the Python side has Neovim apply: _G.in_batch is true while one
 # is applied. A picker opened there holds Neovim inside it: the default
 # vim.ui.select waits for the user, and Neovim answers no other request meanwhile.
