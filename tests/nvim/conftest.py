@@ -10,7 +10,7 @@ import os
 import shutil
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +65,21 @@ host.apply = function(...)
   assert(ok, err)
 end
 """
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A SIGTERM (``timeout`` cutting a run) that lands while pynvim waits for Neovim
+    becomes that one test's error, ``Exception: Received signal SIGTERM``, and the run
+    went on: a suite cut at 63% read as a set-up error of whichever test was starting
+    its Neovim, then ran ten minutes more. The run stops there instead, saying why."""
+    report: pytest.TestReport = yield
+    error = call.excinfo
+    if error is not None and str(error.value) == "Received signal SIGTERM":
+        item.session.shouldstop = "SIGTERM received (the run was cut, as by `timeout`)"
+    return report
 
 
 def logged(way: str, text: str) -> str:
