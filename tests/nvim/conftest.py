@@ -10,7 +10,7 @@ import os
 import shutil
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,11 @@ def nvim_binary() -> str:
     return found
 
 
+# How long a wait gives a turn whose answer streams tens of thousands of chunks (the
+# demo agent echoes a long prompt a word a chunk), not the 15 s a short turn gets: on
+# two cores at load 12-15, ~1,000 chunks a second, so 24,000 end after ~23 s.
+LONG_TURN = 120
+
 # Marks the batches the Python side has Neovim apply: _G.in_batch is true while one
 # is applied. A picker opened there holds Neovim inside it: the default
 # vim.ui.select waits for the user, and Neovim answers no other request meanwhile.
@@ -67,6 +72,21 @@ host.apply = function(...)
   assert(ok, err)
 end
 """
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A SIGTERM (``timeout`` cutting a run) that lands while pynvim waits for Neovim
+    becomes that one test's error, ``Exception: Received signal SIGTERM``, and the run
+    went on: a suite cut at 63% read as a set-up error of whichever test was starting
+    its Neovim, then ran ten minutes more. The run stops there instead, saying why."""
+    report: pytest.TestReport = yield
+    error = call.excinfo
+    if error is not None and str(error.value) == "Received signal SIGTERM":
+        item.session.shouldstop = "SIGTERM received (the run was cut, as by `timeout`)"
+    return report
 
 
 def logged(way: str, text: str) -> str:

@@ -20,7 +20,7 @@ import pytest
 
 from acp_nvim.client.history import Store, StoredBlock
 from tests.fakes.stores import schema_3
-from tests.nvim.conftest import FAKE, ROOT, Editor, child_editor, logged, wait_gone
+from tests.nvim.conftest import FAKE, LONG_TURN, ROOT, Editor, child_editor, logged, wait_gone
 
 HISTORY = "return require('acp').history(...)"
 
@@ -1803,7 +1803,7 @@ def test_a_long_export_fills_its_buffer_a_slice_a_turn_as_the_wait_for_it_would(
     editor.setup()
     editor.open_chat()
     editor.lua("require('acp').send(...)", "\n".join(f"line {i}" for i in range(12_000)))
-    editor.wait_event("AcpTurnEnd")
+    editor.wait_event("AcpTurnEnd", timeout=LONG_TURN)  # echoed in 24,000 chunks
     whole = editor.lua("local buf = require('acp').export(); vim.cmd('tabclose'); return buf")
     expected = editor.nvim.buffers[whole][:]
     assert len(expected) > 24_000 and "line 11999" in expected

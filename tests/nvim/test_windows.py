@@ -8,7 +8,7 @@ from typing import Any
 import msgpack
 import pytest
 
-from tests.nvim.conftest import RENDER, Editor
+from tests.nvim.conftest import LONG_TURN, RENDER, Editor
 from tests.nvim.screen import Screen
 
 # The chat's windows in the current tab page: {transcript = {wins}, input = {wins}}.
@@ -189,7 +189,7 @@ def test_entering_a_long_transcript_does_not_measure_every_row_above(
     # Paragraphs that each wrap to several rows of the transcript's window.
     words = " ".join(["word"] * 120)
     editor.lua("require('acp').send(...)", "\n\n".join([words] * 150))
-    editor.wait_event("AcpTurnEnd")
+    editor.wait_event("AcpTurnEnd", timeout=LONG_TURN)  # echoed in 18,000 chunks
     screen = Screen.of(editor)
     if shown == "to a UI attached later":  # to a headless Neovim, as a remote UI is
         editor.wait(
