@@ -1022,6 +1022,26 @@ def test_a_markdown_files_own_fences_in_an_edits_diff_leave_the_transcript_prose
     assert Screen.of(editor).at(win, lines.index("+More.")) == ["AcpDiffAdd"]
 
 
+def test_a_diff_of_a_file_that_is_not_there_is_drawn_as_sent(editor: Editor, tmp_path: Path) -> None:
+    """A diff naming a file the client cannot read (not written yet, gone) failed the
+    chat ("internal error while find"): looking for where the fragment sits found no
+    text. It is drawn as the agent sent it, numbered from line 1, with no note."""
+    from tests.nvim.test_permissions import wait_text
+
+    path = tmp_path / "long.txt"
+    path.write_text("".join(f"line {n}\n" for n in range(1, 21)))
+    start(editor)
+    steps = [
+        {"opencode_edit": {"path": str(tmp_path / "gone.txt"), "old": "a", "new": "b"}},
+        {"opencode_edit": {"path": str(path), "old": "line 12", "new": "twelve"}},
+    ]
+    run(editor, steps)
+    wait_text(editor, "@@ -12 +12 @@\n-line 12\n+twelve")  # placed after the first was looked for
+    assert "@@ -1 +1 @@\n-a\n+b" in editor.transcript_text()
+    assert "not found once in the file" not in editor.transcript_text()
+    assert editor.events("AcpError") == []
+
+
 def test_a_fragment_diff_is_numbered_as_its_file_numbers_it(
     editor: Editor, tmp_path: Path
 ) -> None:

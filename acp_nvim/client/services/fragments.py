@@ -72,7 +72,9 @@ class Fragments:
         try:
             text = (await files.load(self._editor, files.absolute(path))).text
         except FileError:
-            return  # no file to place it in (not written yet, gone): drawn as sent
+            text = None
+        if text is None:  # no file to place it in (not written yet, gone): drawn as sent
+            return
         found_at = partial(fragment_start, old=old, new=new)
         start = await anyio.to_thread.run_sync(found_at, text)
         self._starts[key] = start

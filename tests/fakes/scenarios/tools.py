@@ -100,15 +100,19 @@ async def disk_edit(agent: Agent, call_id: str, path: str, content: str) -> None
 
 async def opencode_edit(agent: Agent, call_id: str, path: str, old: str, new: str) -> None:
     """Edit a file as opencode's edit tool does: ``old`` replaced by ``new`` on disk,
-    the call's diff only that fragment (its line numbers the fragment's)."""
-    with open(path) as f:
-        text = f.read()
+    the call's diff only that fragment (its line numbers the fragment's); a file
+    that is not there is only named by the diff."""
+    text = None
+    if os.path.exists(path):
+        with open(path) as f:
+            text = f.read()
     call = {"toolCallId": call_id, "title": "edit", "kind": "edit"}
     diff = {"type": "diff", "path": path, "oldText": old, "newText": new}
     await agent.update({"sessionUpdate": "tool_call", **call, "status": "pending",
                         "locations": [{"path": path}], "content": [diff]})  # fmt: skip
-    with open(path, "w") as f:
-        f.write(text.replace(old, new, 1))
+    if text is not None:
+        with open(path, "w") as f:
+            f.write(text.replace(old, new, 1))
     await agent.update({"sessionUpdate": "tool_call_update", **call, "status": "completed"})
 
 
