@@ -321,15 +321,11 @@ def _diff_line(prefix: str, line: str) -> list[str]:
     return [prefix + line + "\n", "\\ No newline at end of file\n"]
 
 
-def format_unified(
-    path: str, base: str | None, current: str | None, context: int = 3, *, first_line: int = 1
-) -> str:
+def format_unified(path: str, base: str | None, current: str | None, context: int = 3) -> str:
     """Render a git-style unified diff of ``base`` -> ``current`` for display.
 
     ``None`` means the file does not exist (``/dev/null`` side). Returns ``""``
     when nothing changed. The output parses back with ``parse_unified``.
-    ``first_line``: the line of the file where both texts start (an agent's diff of
-    a fragment of the file), which the hunk headers number from.
     """
     a, b = split_lines(base), split_lines(current)
     regions = diff_regions(a, b)
@@ -351,15 +347,13 @@ def format_unified(
             groups[-1].append(region)
         else:
             groups.append([region])
-    shift = first_line - 1
     for group in groups:
         i_start = max(group[0][0] - context, 0)
         j_start = group[0][2] - (group[0][0] - i_start)
         i_end = min(group[-1][1] + context, len(a))
         j_end = group[-1][3] + (i_end - group[-1][1])
         out.append(
-            f"@@ -{_range(i_start + shift, i_end - i_start)}"
-            f" +{_range(j_start + shift, j_end - j_start)} @@\n"
+            f"@@ -{_range(i_start, i_end - i_start)} +{_range(j_start, j_end - j_start)} @@\n"
         )
         i = i_start
         for i1, i2, j1, j2 in group:

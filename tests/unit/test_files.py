@@ -19,7 +19,6 @@ from acp_nvim.client.services import files
 from acp_nvim.client.services.changes import SessionChanges
 from acp_nvim.client.services.disk_changes import baseline_from_diff, scan_tree
 from acp_nvim.client.services.files import FileError
-from acp_nvim.client.services.fragments import fragment_start
 from acp_nvim.client.services.tree_watch import TreeWatch
 from acp_nvim.client.session.model import ChangesPart, DiffPart, FileOp, Location, ToolCall
 from acp_nvim.client.tasks import Tasks
@@ -584,18 +583,6 @@ def test_baseline_from_diff_handles_whole_files_and_fragments() -> None:
     assert baseline_from_diff("a\nB\nc\n", "b", "B") == "a\nb\nc\n"
     assert baseline_from_diff("new\n", None, "new") is None
     assert not isinstance(baseline_from_diff("zzz\n", "b", "B"), str)
-
-
-def test_a_fragment_is_placed_where_its_file_has_it_once() -> None:
-    """The line a diff of a fragment starts at: its old text's (before the edit),
-    its new text's (after it), none where the file cannot say which is the edit's."""
-    text = "a\nb\nc\nb\n"
-    assert fragment_start(text, "c", "C") == 3  # before
-    assert fragment_start("a\nb\nC\nb\n", "c", "C") == 3  # after
-    assert fragment_start(text, "a\nb\nc\nb", "A") == 1  # a whole file
-    assert fragment_start(text, "b", "B") == 0  # twice
-    assert fragment_start("a\nB\nc\nb\n", "b", "B") == 0  # after: which b?
-    assert fragment_start(text, "z", "y") == 0  # neither
 
 
 def test_scan_skips_vendored_dirs_and_stops_at_the_caps(tmp_path: Path) -> None:

@@ -759,16 +759,6 @@ def test_an_exported_tool_call_names_its_files_as_the_transcript_does(version: i
     assert "src/a.py" in text and "/p/src/a.py" not in text
     assert "- at src/a.py:3\n- at /elsewhere/b.py\n" in text
 
-def test_a_kept_fragment_diff_is_numbered_where_it_sat_in_its_file() -> None:
-    """opencode's diff is a fragment: the line the chat found it at is kept with it,
-    and the export numbers its hunk from there as the transcript did."""
-    diff = {"type": "diff", "path": "/p/a.py", "old": "x\n", "new": "y\n", "start": 12}
-    data = {"kind": "edit", "status": "completed", "content": [diff]}
-    blocks = [StoredBlock(0, "t1", 1, "tool", "edit", json.dumps(data))]
-    text = markdown(_store.ChatRow(1, "demo", "/p", 0.0, 0.0), blocks)
-    assert "@@ -12 +12 @@\n-x\n+y\n" in text
-
-
 def test_an_exported_command_shows_its_command_line_with_its_output() -> None:
     """The export showed a command's last output lines but not the command that
     printed them, nor how it ended; it shows them as the transcript does."""

@@ -62,6 +62,7 @@ from acp_nvim.client.session.model import (
 )
 from acp_nvim.client.session.prose import heading_words, nested
 from acp_nvim.client.session.workspace import KeptWorktree, Workspace, shown_path
+from acp_nvim.review import format_unified
 
 # Blocks the client draws itself (turn ends, the files a turn changed, errors,
 # information).
@@ -329,9 +330,8 @@ def _part(part: ContentPart, terminals: dict[str, TerminalView]) -> dict[str, An
     match part:
         case TextPart(text=text):
             return {"type": "text", "text": text}
-        case DiffPart(path=path, old_text=old, new_text=new, start=start):
-            diff: dict[str, Any] = {"type": "diff", "path": path, "old": old, "new": new}
-            return diff if start is None else {**diff, "start": start}
+        case DiffPart(path=path, old_text=old, new_text=new):
+            return {"type": "diff", "path": path, "old": old, "new": new}
         case ChangesPart(changes=changes, patch=patch, patch_format=patch_format):
             ops = [[c.operation, c.path, c.old_path, c.file_type] for c in changes]
             return {"type": "changes", "changes": ops, "patch": patch, "format": patch_format}
@@ -377,10 +377,7 @@ def _tool_call(block: StoredBlock, terminals: dict[str, TerminalView]) -> ToolCa
             case "text":
                 call.content.append(TextPart(str(item.get("text", ""))))
             case "diff":
-                start = _count(item.get("start"))  # where a fragment sat (services.fragments)
-                start = start if start is not None and start >= 0 else None
-                old, new = item.get("old"), item.get("new", "")
-                call.content.append(DiffPart(item["path"], old, new, start))
+                call.content.append(DiffPart(item["path"], item.get("old"), item.get("new", "")))
             case "changes":
                 changes = [FileOp(*c) for c in item.get("changes") or []]
                 call.content.append(ChangesPart(changes, item.get("patch"), item.get("format")))
@@ -521,7 +518,7 @@ def _tool_markdown(
         if isinstance(part, DiffPart):
             path = shown_path(part.path, cwd)
             if diffs:
-                lines += ["", *view.diff_lines(part, path)]
+                lines += ["", *_fence(format_unified(path, part.old_text, part.new_text), "diff")]
             else:
                 lines.append(f"- changed {path}")
         elif isinstance(part, ChangesPart):

@@ -53,7 +53,6 @@ from acp_nvim.client.services.disk_changes import (
     under,
 )
 from acp_nvim.client.services.files import Document, FileError
-from acp_nvim.client.services.fragments import Fragments
 from acp_nvim.client.services.left_behind import LeftBehind
 from acp_nvim.client.services.turn_checks import TurnChecks
 from acp_nvim.client.session.model import (
@@ -331,7 +330,6 @@ class SessionChanges:
         self._numbers: dict[int, int] | None = None  # see number()
         self.left = LeftBehind(self.cwd)  # files a turn left to the agent names
         self._checks = TurnChecks(self.disk, tasks, self._lock)
-        self._fragments = Fragments(editor, tasks)
         self.changed_elsewhere: Callable[[str], list[int]] = lambda path: []  # set by Reviews
 
     def __repr__(self) -> str:
@@ -518,10 +516,6 @@ class SessionChanges:
     def on_tool_call(self, call: ToolCall) -> None:
         """:meth:`TurnChecks.on_tool_call`: the disk checked once ``call`` completes."""
         self._checks.on_tool_call(call, self._check)
-
-    def place(self, call: ToolCall, placed: Callable[[], None]) -> None:
-        """:meth:`Fragments.place`: where ``call``'s diffs sit in their files."""
-        self._fragments.place(call, placed)
 
     def turn_ended(self) -> None:
         """The turn ended without :meth:`end_turn` awaited (e.g. a v2 state update)."""

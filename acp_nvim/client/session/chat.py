@@ -99,10 +99,6 @@ class TurnReview(Protocol):
 
     def on_tool_call(self, call: ToolCall) -> None: ...
 
-    def place(self, call: ToolCall, placed: Callable[[], None]) -> None:
-        """Find the lines of its files where ``call``'s diffs start (``DiffPart.start``),
-        those already known at once, the others read: then ``placed`` is called."""
-
     def turn_ended(self) -> None: ...
 
     @property
@@ -458,7 +454,6 @@ class Chat:
         call, news = self.session.apply_tool_call(patch)
         if self.changes is not None:
             self.changes.on_tool_call(call)
-            self.changes.place(call, lambda: self._redraw_placed(call))
         if news:  # AcpToolCall: on create and on each status change
             data = {"chat": self.id, "id": call.id, "title": call.title, "kind": call.kind}
             self.editor.emit("AcpToolCall", {**data, "name": call.name, "status": call.status})
@@ -471,11 +466,6 @@ class Chat:
             redraw.add(view.LOCATIONS)
         self._draw_call(call, redraw)
         return call
-
-    def _redraw_placed(self, call: ToolCall) -> None:
-        """``call``'s diffs numbered as their files number them, while it is shown."""
-        if self.session.tool_calls.get(call.id) is call:
-            self._draw_call(call, {view.CONTENT})
 
     def _draw_call(self, call: ToolCall, redraw: Collection[int] = view.ALL_PARTS) -> None:
         """Send the rows of ``call``'s block that ``redraw`` changed (the prompt always)."""

@@ -161,15 +161,11 @@ class TextPart(msgspec.Struct):
 
 
 class DiffPart(msgspec.Struct):
-    """A file change: ``old_text`` None means a new file. ``start``: the line of the
-    file where the texts begin (opencode sends only the replaced fragment), found by
-    reading the file once (services.fragments); 0 where it could not be, None until
-    it is read."""
+    """A file change: ``old_text`` None means a new file."""
 
     path: str
     old_text: str | None
     new_text: str
-    start: int | None = None
 
 
 class FileOp(msgspec.Struct):

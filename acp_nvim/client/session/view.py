@@ -388,33 +388,21 @@ def _content_lines(part: ContentPart, cwd: str) -> list[str]:
     if isinstance(part, TextPart):
         return part.text.split("\n")
     if isinstance(part, DiffPart):
-        return diff_lines(part, shown_path(part.path, cwd))
+        return list(_diff_lines(shown_path(part.path, cwd), part.old_text, part.new_text))
     if isinstance(part, ChangesPart):
         return _changes_lines(part, cwd)
     return terminal_lines(part.terminal_id, None)
 
 
-# Under a diff whose fragment (opencode's) was not found once in its file.
-UNPLACED = "(numbered from the fragment's first line: it is not found once in the file)"
-
-
-def diff_lines(part: DiffPart, path: str) -> list[str]:
-    """``part`` as a fenced diff of ``path``, its hunks numbered from the line of the
-    file where it sits (``DiffPart.start``), said where that is not known."""
-    lines = list(_diff_lines(path, part.old_text, part.new_text, part.start or 1))
-    return [*lines, UNPLACED] if part.start == 0 else lines
-
-
 @lru_cache(maxsize=16)
-def _diff_lines(path: str, old: str | None, new: str, first_line: int) -> tuple[str, ...]:
+def _diff_lines(path: str, old: str | None, new: str) -> tuple[str, ...]:
     # A tool call's block is re-rendered on each of its updates (status, locations,
     # permission), mostly with the same diff: diff it once.
     if old and new and not old.endswith("\n") and not new.endswith("\n"):
         # Claude's adapters send the whole file minus its final newline, opencode a
         # fragment: an end without one on both sides says nothing of the file's.
         old, new = old + "\n", new + "\n"
-    diff = format_unified(path, old, new, first_line=first_line)
-    return tuple(fenced(diff.splitlines(), "diff"))
+    return tuple(fenced(format_unified(path, old, new).splitlines(), "diff"))
 
 
 def fenced(body: Sequence[str], info: str) -> list[str]:

@@ -36,8 +36,7 @@ async def file_steps(agent: Agent, prompt: Prompt) -> None:
     (a file written again with the bytes it holds, as a build may), ``{"opencode": {path, content}}`` (see `opencode_write`),
     ``{"claude": {path, content}}`` (see `claude_edit`; with ``"accept": true`` in
     mode acceptEdits), ``{"claude_legacy": {path, content}}`` (see
-    `claude_legacy_edit`), ``{"opencode_edit": {path, old, new}}`` (see
-    `opencode_edit`) and
+    `claude_legacy_edit`) and
     ``{"ask": {path, oldText, newText, write?}}`` (see `ask_edit`)."""
     for n, step in enumerate(json.loads(prompt.text)):
         [(kind, args)] = step.items()
@@ -60,8 +59,6 @@ async def file_steps(agent: Agent, prompt: Prompt) -> None:
             await opencode_write(agent, f"write{n}", args["path"], args["content"])
         elif kind == "disk":
             await disk_edit(agent, f"edit{n}", args["path"], args["content"])
-        elif kind == "opencode_edit":
-            await opencode_edit(agent, f"edit{n}", args["path"], args["old"], args["new"])
         elif kind == "claude":
             await claude_edit(agent, f"toolu_{n}", args["path"], args["content"], args.get("accept"))
         elif kind == "claude_legacy":
@@ -96,24 +93,6 @@ async def disk_edit(agent: Agent, call_id: str, path: str, content: str) -> None
         {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "completed",
          "content": [diff]}
     )  # fmt: skip
-
-
-async def opencode_edit(agent: Agent, call_id: str, path: str, old: str, new: str) -> None:
-    """Edit a file as opencode's edit tool does: ``old`` replaced by ``new`` on disk,
-    the call's diff only that fragment (its line numbers the fragment's); a file
-    that is not there is only named by the diff."""
-    text = None
-    if os.path.exists(path):
-        with open(path) as f:
-            text = f.read()
-    call = {"toolCallId": call_id, "title": "edit", "kind": "edit"}
-    diff = {"type": "diff", "path": path, "oldText": old, "newText": new}
-    await agent.update({"sessionUpdate": "tool_call", **call, "status": "pending",
-                        "locations": [{"path": path}], "content": [diff]})  # fmt: skip
-    if text is not None:
-        with open(path, "w") as f:
-            f.write(text.replace(old, new, 1))
-    await agent.update({"sessionUpdate": "tool_call_update", **call, "status": "completed"})
 
 
 async def claude_edit(
