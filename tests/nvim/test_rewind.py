@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from acp_nvim.client.errors import STARTING
-from tests.nvim.conftest import FAKE, ROOT, Editor
+from tests.nvim.conftest import FAKE, ROOT, WINBAR, Editor
 from tests.nvim.screen import Screen
 from tests.nvim.test_chats import STUB_UI, input_lines
 from tests.nvim.test_faults import fake_pids
@@ -2491,7 +2491,7 @@ def test_a_chat_waiting_for_its_rewinds_fork_says_so_in_the_winbar(editor: Edito
     editor.lua("require('acp').rewind(2)")
     editor.wait(f"table.concat(vim.fn.readfile({str(calls_file)!r}), '\\n'):find('session/fork', 1, true)",
                 what="the fork asked")  # fmt: skip
-    winbar = "vim.wo[vim.fn.bufwinid(require('acp').status().transcript_buf)].winbar"
+    winbar = f"{WINBAR}()"  # as drawn: the option is an expression (decision 0096)
     editor.wait(f"{winbar}:find('going back…', 1, true) == 2", what="the winbar")
     assert editor.lua("return require('acp').status().waiting") == "rewind"
     editor.lua("require('acp').cancel()")
